@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'audit',
+  preset: '../../jest.preset.js',
+  coverageDirectory: '../../coverage/apps/audit',
+};

@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'council',
+  preset: '../../jest.preset.js',
+  coverageDirectory: '../../coverage/apps/council',
+};

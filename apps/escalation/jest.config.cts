@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'escalation',
+  preset: '../../jest.preset.js',
+  coverageDirectory: '../../coverage/apps/escalation',
+};

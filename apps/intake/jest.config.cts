@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'intake',
+  preset: '../../jest.preset.js',
+  coverageDirectory: '../../coverage/apps/intake',
+};

@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'resolver',
+  preset: '../../jest.preset.js',
+  coverageDirectory: '../../coverage/apps/resolver',
+};

@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'sweeper',
+  preset: '../../jest.preset.js',
+  coverageDirectory: '../../coverage/apps/sweeper',
+};

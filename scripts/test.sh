@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: dependencies, NATS, type check, lint, every test.
+# Tests run through one Jest process over every project (never from Nx's cache: the
+# integration and end-to-end tests talk to a real NATS server, TOOLCHAIN pitfall 12).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export NX_NO_CLOUD=true NX_DAEMON=false
+
+bash scripts/ensure-deps.sh
+bash scripts/ensure-nats.sh
+
+echo "[test] type check" >&2
+npx tsc -p tsconfig.check.json
+
+echo "[test] lint (module boundaries, purity rules)" >&2
+npx nx run-many -t lint --skip-nx-cache --outputStyle=static
+
+echo "[test] jest: unit, contract, integration and end-to-end" >&2
+mkdir -p .data
+set +e
+npx jest --ci --json --outputFile=.data/jest-results.json "$@"
+status=$?
+set -e
+node scripts/print-summary.cjs .data/jest-results.json || true
+exit $status
