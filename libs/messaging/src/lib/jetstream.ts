@@ -1,0 +1,69 @@
+import {
+  DiscardPolicy,
+  JetStreamClient,
+  JetStreamManager,
+  NatsConnection,
+  RetentionPolicy,
+  StorageType,
+} from 'nats';
+
+export interface StreamSpec {
+  name: string;
+  subjects: string[];
+  replicas?: number;
+  /** How long JetStream remembers Nats-Msg-Id values for deduplication. */
+  duplicateWindowMs?: number;
+  maxAgeMs?: number;
+}
+
+const NS_PER_MS = 1_000_000;
+
+/** Creates the stream, or updates its subjects if it exists: idempotent at every start. */
+export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<void> {
+  const config = {
+    name: spec.name,
+    subjects: spec.subjects,
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    num_replicas: spec.replicas ?? 1,
+    duplicate_window: (spec.duplicateWindowMs ?? 2 * 60_000) * NS_PER_MS,
+    max_age: (spec.maxAgeMs ?? 0) * NS_PER_MS,
+  };
+  try {
+    const info = await jsm.streams.info(spec.name);
+    const missing = spec.subjects.filter((s) => !info.config.subjects?.includes(s));
+    if (missing.length > 0) {
+      await jsm.streams.update(spec.name, { ...info.config, subjects: [...(info.config.subjects ?? []), ...missing] });
+    }
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    await jsm.streams.add(config);
+  }
+}
+
+export function isNotFound(err: unknown): boolean {
+  const e = err as { code?: string; api_error?: { err_code?: number }; message?: string };
+  return e?.api_error?.err_code === 10059 || e?.code === '404' || /not found/i.test(e?.message ?? '');
+}
+
+/**
+ * Publishes a JSON message with `Nats-Msg-Id`, so a republish after a crash (outbox replay) is
+ * dropped by the server instead of reaching downstream twice.
+ */
+export async function publishJsonOnce(
+  js: JetStreamClient,
+  subject: string,
+  body: unknown,
+  msgId: string,
+): Promise<{ duplicate: boolean; seq: number }> {
+  // msgID sets the Nats-Msg-Id header.
+  const ack = await js.publish(subject, new TextEncoder().encode(JSON.stringify(body)), { msgID: msgId });
+  return { duplicate: ack.duplicate, seq: ack.seq };
+}
+
+/** Request/reply with a plain JSON body and a plain JSON reply. */
+export async function requestJson<T>(nc: NatsConnection, subject: string, body: unknown, timeoutMs = 5_000): Promise<T> {
+  const msg = await nc.request(subject, new TextEncoder().encode(JSON.stringify(body)), { timeout: timeoutMs });
+  return JSON.parse(new TextDecoder().decode(msg.data)) as T;
+}

@@ -1,0 +1,81 @@
+import { Controller, INestMicroservice, UseFilters } from '@nestjs/common';
+import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
+import { Test } from '@nestjs/testing';
+import { AcpError } from '@conclave/acp-protocol';
+import { connect, NatsConnection } from 'nats';
+import { ulid } from 'ulid';
+import { PlainJsonNatsServer, PlainNatsContext } from './plain-json-nats.server';
+import { PassThroughRpcExceptionFilter } from './rpc-exception.filter';
+import { requestJson } from './jetstream';
+
+const NATS_URL = process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222';
+
+@Controller()
+@UseFilters(PassThroughRpcExceptionFilter)
+class EchoController {
+  @MessagePattern('v1.echo')
+  echo(@Payload() body: unknown, @Ctx() ctx: PlainNatsContext) {
+    return { ok: true, body, subject: ctx.getSubject(), bytes: ctx.getRawBody().length };
+  }
+
+  @MessagePattern('v1.reject')
+  reject(): never {
+    throw new AcpError('PROPOSAL_NOT_FOUND', 'no such proposal', 'proposal_id');
+  }
+
+  @MessagePattern('v1.crash')
+  crash(): never {
+    throw new TypeError('boom');
+  }
+}
+
+describe('PlainJsonNatsServer (DESIGN section 5: plain JSON bodies, no framework envelope)', () => {
+  const prefix = `t${ulid().toLowerCase()}`;
+  let nc: NatsConnection;
+  let app: INestMicroservice;
+
+  beforeAll(async () => {
+    nc = await connect({ servers: NATS_URL });
+    const moduleRef = await Test.createTestingModule({ controllers: [EchoController] }).compile();
+    app = moduleRef.createNestMicroservice({
+      strategy: new PlainJsonNatsServer({ connection: nc, subjectPrefix: prefix, queue: 'q', maxPayloadBytes: 1024 }),
+    });
+    app.useLogger(false);
+    await app.listen();
+  });
+
+  afterAll(async () => {
+    await app.close();
+    await nc.drain();
+  });
+
+  it('given a plain JSON request, when served, then the reply is the handler result as plain JSON', async () => {
+    const reply = await requestJson(nc, `${prefix}.v1.echo`, { hello: 'world' });
+    expect(reply).toEqual({ ok: true, body: { hello: 'world' }, subject: `${prefix}.v1.echo`, bytes: 17 });
+  });
+
+  it('given a body that is not JSON, then INVALID_JSON', async () => {
+    const msg = await nc.request(`${prefix}.v1.echo`, new TextEncoder().encode('{nope'), { timeout: 5000 });
+    expect(JSON.parse(new TextDecoder().decode(msg.data))).toMatchObject({ ok: false, error: { code: 'INVALID_JSON' } });
+  });
+
+  it('given a body over the size limit, then PAYLOAD_TOO_LARGE and the handler never runs', async () => {
+    const reply = await requestJson(nc, `${prefix}.v1.crash`, { blob: 'x'.repeat(2000) });
+    expect(reply).toMatchObject({ ok: false, error: { code: 'PAYLOAD_TOO_LARGE' } });
+  });
+
+  it('given a handler that throws a typed AcpError, then its code and field reach the caller', async () => {
+    const reply = await requestJson(nc, `${prefix}.v1.reject`, {});
+    expect(reply).toEqual({
+      ok: false,
+      error: { code: 'PROPOSAL_NOT_FOUND', message: 'no such proposal', field: 'proposal_id' },
+    });
+  });
+
+  it('given a handler that fails unexpectedly, then INTERNAL without internals', async () => {
+    const reply = await requestJson<{ ok: boolean; error: { code: string; message: string } }>(nc, `${prefix}.v1.crash`, {});
+    expect(reply.ok).toBe(false);
+    expect(reply.error.code).toBe('INTERNAL');
+    expect(reply.error.message).not.toContain('boom');
+  });
+});

@@ -1,0 +1,132 @@
+import { Logger } from '@nestjs/common';
+import { BaseRpcContext, CustomTransportStrategy, Server } from '@nestjs/microservices';
+import { AcpError } from '@conclave/acp-protocol';
+import { MsgHdrs, NatsConnection, Msg, Subscription } from 'nats';
+import { isObservable, lastValueFrom } from 'rxjs';
+import { errorReply } from './reply';
+
+/**
+ * What a handler receives besides the parsed body: the subject, the headers and the exact
+ * bytes (signatures are verified over those bytes, never over a re-serialisation).
+ */
+export class PlainNatsContext extends BaseRpcContext<[string, Uint8Array, MsgHdrs | undefined]> {
+  getSubject(): string {
+    return this.args[0];
+  }
+  getRawBody(): Uint8Array {
+    return this.args[1];
+  }
+  getHeaders(): MsgHdrs | undefined {
+    return this.args[2];
+  }
+}
+
+export interface PlainJsonNatsServerOptions {
+  /** A connection owned by the application (shared with the event log and publishers). */
+  connection: NatsConnection;
+  /** Subject prefix: a handler for pattern `v1.propose` serves `<prefix>.v1.propose`. */
+  subjectPrefix: string;
+  /** Queue group shared by all replicas of the service. */
+  queue: string;
+  /** Largest accepted request body; larger ones get PAYLOAD_TOO_LARGE and touch nothing. */
+  maxPayloadBytes: number;
+}
+
+/**
+ * A NestJS transport strategy that speaks the plain JSON of DESIGN.md section 5: the request
+ * body is the command object and the reply body is the reply object. NestJS's built-in NATS
+ * transport wraps both in its own `{pattern, data, id}` envelope, which agents in other
+ * languages should never have to know about.
+ *
+ * Handlers are `@MessagePattern('v1.propose')` methods that receive the parsed body and a
+ * `PlainNatsContext`; they return the reply object. An `AcpError` thrown anywhere becomes
+ * `{ok: false, error}`; anything else becomes INTERNAL and is logged with its cause.
+ */
+export class PlainJsonNatsServer extends Server implements CustomTransportStrategy {
+  private readonly subscriptions: Subscription[] = [];
+  private readonly inFlight = new Set<Promise<void>>();
+  protected override readonly logger = new Logger(PlainJsonNatsServer.name);
+  private readonly codec = new TextDecoder();
+  private readonly encoder = new TextEncoder();
+
+  constructor(private readonly options: PlainJsonNatsServerOptions) {
+    super();
+  }
+
+  listen(callback: (...optionalParams: unknown[]) => void): void {
+    try {
+      for (const pattern of this.messageHandlers.keys()) {
+        const subject = `${this.options.subjectPrefix}.${pattern}`;
+        const sub = this.options.connection.subscribe(subject, {
+          queue: this.options.queue,
+          callback: (err, msg) => {
+            if (err) {
+              this.logger.error(`subscription ${subject} failed: ${err.message}`);
+              return;
+            }
+            const work = this.handle(pattern, msg);
+            this.inFlight.add(work);
+            void work.finally(() => this.inFlight.delete(work));
+          },
+        });
+        this.subscriptions.push(sub);
+      }
+      callback();
+    } catch (err) {
+      callback(err);
+    }
+  }
+
+  /** Graceful drain: stop taking requests, finish the ones in flight. */
+  async close(): Promise<void> {
+    await Promise.all(this.subscriptions.map((s) => s.drain().catch(() => undefined)));
+    await Promise.all([...this.inFlight]);
+  }
+
+  on(): never {
+    throw new Error('PlainJsonNatsServer does not expose events');
+  }
+
+  unwrap<T>(): T {
+    return this.options.connection as T;
+  }
+
+  private async handle(pattern: string, msg: Msg): Promise<void> {
+    const reply = await this.replyFor(pattern, msg);
+    if (msg.reply) {
+      msg.respond(this.encoder.encode(JSON.stringify(reply)));
+    }
+  }
+
+  private async replyFor(pattern: string, msg: Msg): Promise<unknown> {
+    if (msg.data.length > this.options.maxPayloadBytes) {
+      return errorReply(
+        new AcpError(
+          'PAYLOAD_TOO_LARGE',
+          `request body is ${msg.data.length} bytes; the limit is ${this.options.maxPayloadBytes}`,
+        ),
+      );
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(this.codec.decode(msg.data));
+    } catch (err) {
+      return errorReply(new AcpError('INVALID_JSON', `request body is not JSON: ${(err as Error).message}`));
+    }
+    const handler = this.messageHandlers.get(pattern);
+    if (!handler) {
+      return errorReply(new AcpError('INTERNAL', `no handler for ${pattern}`));
+    }
+    try {
+      const context = new PlainNatsContext([msg.subject, msg.data, msg.headers]);
+      const result = await handler(body, context);
+      return isObservable(result) ? await lastValueFrom(result) : result;
+    } catch (err) {
+      if (err instanceof AcpError) {
+        return errorReply(err);
+      }
+      this.logger.error(`handler for ${msg.subject} failed`, (err as Error).stack);
+      return errorReply(new AcpError('INTERNAL', 'internal error; the command was not applied'));
+    }
+  }
+}

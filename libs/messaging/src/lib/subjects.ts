@@ -1,0 +1,97 @@
+/**
+ * The NATS API of DESIGN.md section 5, as constants in one place. Subjects are never derived
+ * from class names; the prefix is configurable (default `acp`) so that test runs and
+ * tenants can share a server.
+ */
+export const DEFAULT_ACP_PREFIX = 'acp';
+export const DEFAULT_COUNCIL_PREFIX = 'council';
+
+/** Command patterns, relative to the prefix: the subject is `<prefix>.<pattern>`. */
+export const ACP_COMMANDS = {
+  propose: 'v1.propose',
+  respond: 'v1.respond',
+  escalate: 'v1.escalate',
+  resolve: 'v1.resolve',
+  get: 'v1.get',
+  list: 'v1.list',
+} as const;
+export type AcpCommandName = keyof typeof ACP_COMMANDS;
+
+export const COUNCIL_COMMANDS = {
+  start: 'v1.start',
+  get: 'v1.get',
+  outcome: 'v1.outcome',
+} as const;
+
+/** Queue groups: every replica of a service shares one, so each command is served once. */
+export const QUEUE_GROUPS = {
+  intake: 'conclave-intake',
+  escalation: 'conclave-escalation',
+  council: 'conclave-council',
+} as const;
+
+export interface AcpSubjects {
+  prefix: string;
+  command(name: AcpCommandName): string;
+  decisions(domain: string): string;
+  proposals(domain: string): string;
+  escalations(domain: string): string;
+  /** Wildcards for stream definitions and subtree subscriptions. */
+  allDecisions: string;
+  allProposals: string;
+  allEscalations: string;
+}
+
+export function acpSubjects(prefix: string = DEFAULT_ACP_PREFIX): AcpSubjects {
+  return {
+    prefix,
+    command: (name) => `${prefix}.${ACP_COMMANDS[name]}`,
+    decisions: (domain) => `${prefix}.v1.decisions.${domain}`,
+    proposals: (domain) => `${prefix}.v1.proposals.${domain}`,
+    escalations: (domain) => `${prefix}.v1.escalations.${domain}`,
+    allDecisions: `${prefix}.v1.decisions.>`,
+    allProposals: `${prefix}.v1.proposals.>`,
+    allEscalations: `${prefix}.v1.escalations.>`,
+  };
+}
+
+export interface CouncilSubjects {
+  prefix: string;
+  start: string;
+  get: string;
+  outcome: string;
+  task(memberId: string): string;
+  decisions: string;
+}
+
+export function councilSubjects(prefix: string = DEFAULT_COUNCIL_PREFIX): CouncilSubjects {
+  return {
+    prefix,
+    start: `${prefix}.${COUNCIL_COMMANDS.start}`,
+    get: `${prefix}.${COUNCIL_COMMANDS.get}`,
+    outcome: `${prefix}.${COUNCIL_COMMANDS.outcome}`,
+    task: (memberId) => `${prefix}.v1.tasks.${memberId}`,
+    decisions: `${prefix}.v1.decisions`,
+  };
+}
+
+/**
+ * JetStream streams for downstream consumers. Names carry an optional suffix so that test runs
+ * on a shared server never collide; production uses the bare names of DESIGN.md section 5.
+ */
+export interface AcpStreamNames {
+  decisions: string;
+  proposals: string;
+  escalations: string;
+  councilDecisions: string;
+}
+
+export function acpStreamNames(suffix = ''): AcpStreamNames {
+  const s = suffix ? `_${suffix}` : '';
+  return {
+    decisions: `ACP_DECISIONS${s}`,
+    proposals: `ACP_PROPOSALS${s}`,
+    escalations: `ACP_ESCALATIONS${s}`,
+    councilDecisions: `COUNCIL_DECISIONS${s}`,
+  };
+}
