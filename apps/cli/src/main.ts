@@ -1,1 +1,83 @@
-console.log('Hello World');
+#!/usr/bin/env node
+import { Command } from 'commander';
+import { ConclaveClient, ConclaveError } from '@conclave/sdk';
+import { runDemo } from './commands/demo.command';
+import { formatDecision, OUTCOME_EXIT_CODES } from './format';
+
+// The CLI is an edge: it may read the environment for defaults (flags win).
+const program = new Command()
+  .name('conclave')
+  .description('Conclave: decisions for fleets of AI agents (ACP + Council) over NATS')
+  .option('--nats <url>', 'NATS server URL', process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222')
+  .option('--prefix <prefix>', 'ACP subject prefix', process.env['CONCLAVE_SUBJECT_PREFIX'] ?? 'acp')
+  .option('--stream-suffix <suffix>', 'suffix of the JetStream stream names', process.env['CONCLAVE_STREAM_SUFFIX'] ?? '')
+  .option('--json', 'machine-readable output (one JSON object per line)', false);
+
+async function withClient<T>(fn: (client: ConclaveClient, json: boolean) => Promise<T>): Promise<T> {
+  const opts = program.opts<{ nats: string; prefix: string; streamSuffix: string; json: boolean }>();
+  const client = await ConclaveClient.connect({ servers: opts.nats, prefix: opts.prefix, streamSuffix: opts.streamSuffix });
+  try {
+    return await fn(client, opts.json);
+  } finally {
+    await client.close();
+  }
+}
+
+program
+  .command('demo')
+  .description('post the RFC Appendix C scenarios and print each decision as it arrives')
+  .action(() =>
+    withClient(async (client, json) => {
+      const decisions = await runDemo(client, (line) => !json && console.log(line));
+      if (json) decisions.forEach((d) => console.log(JSON.stringify(d)));
+    }),
+  );
+
+program
+  .command('get <proposal_id>')
+  .description('show a proposal; the exit code tells its outcome (0 approved, 10 rejected, 11 escalated, 12 expired, 13 pending)')
+  .action((id: string) =>
+    withClient(async (client, json) => {
+      const proposal = await client.get(id);
+      console.log(json ? JSON.stringify(proposal) : JSON.stringify(proposal, null, 2));
+      const key = (proposal.resolution?.outcome ?? (proposal.status === 'pending' ? 'pending' : proposal.status)) as keyof typeof OUTCOME_EXIT_CODES;
+      process.exitCode = OUTCOME_EXIT_CODES[key] ?? 1;
+    }),
+  );
+
+program
+  .command('list')
+  .description('list proposals')
+  .option('--domain <domain>')
+  .option('--status <status>')
+  .option('--limit <n>', 'page size', (v) => Number(v))
+  .action((o: { domain?: string; status?: 'pending'; limit?: number }) =>
+    withClient(async (client, json) => {
+      const page = await client.list(o);
+      if (json) return console.log(JSON.stringify(page));
+      for (const p of page.proposals) console.log(`${p.proposal_id}  ${p.status.padEnd(9)}  ${p.domain}  ${p.author}`);
+      if (page.next_cursor) console.log(`(more: --cursor ${page.next_cursor})`);
+    }),
+  );
+
+program
+  .command('watch [domain]')
+  .description('stream decisions as they are made (domain exact, or a subtree like risk.>)')
+  .option('--durable <name>', 'resume where this named reader left off')
+  .action((domain: string | undefined, o: { durable?: string }) =>
+    withClient(async (client, json) => {
+      for await (const d of client.decisions({ domain, durable: o.durable, from: o.durable ? 'all' : 'new' })) {
+        console.log(json ? JSON.stringify(d) : formatDecision(d));
+      }
+    }),
+  );
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  if (err instanceof ConclaveError) {
+    console.error(`error ${err.code}${err.field ? ` (${err.field})` : ''}: ${err.message}`);
+    process.exitCode = 2;
+  } else {
+    console.error((err as Error).message ?? err);
+    process.exitCode = 1;
+  }
+});

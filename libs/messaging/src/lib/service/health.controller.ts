@@ -1,0 +1,27 @@
+import { Controller, Get, Header, HttpException, HttpStatus } from '@nestjs/common';
+import { register } from 'prom-client';
+import { Readiness } from './readiness';
+
+/** Liveness, readiness and Prometheus metrics for every service. */
+@Controller()
+export class HealthController {
+  constructor(private readonly readiness: Readiness) {}
+
+  @Get('healthz')
+  live(): { ok: true } {
+    return { ok: true };
+  }
+
+  @Get('readyz')
+  ready(): { ready: boolean; checks: Record<string, boolean> } {
+    const report = this.readiness.report();
+    if (!report.ready) throw new HttpException(report, HttpStatus.SERVICE_UNAVAILABLE);
+    return report;
+  }
+
+  @Get('metrics')
+  @Header('Content-Type', register.contentType)
+  metrics(): Promise<string> {
+    return register.metrics();
+  }
+}

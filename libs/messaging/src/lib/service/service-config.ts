@@ -1,0 +1,72 @@
+import { Expose, Type } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+
+const NATS_TOKEN = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
+
+/**
+ * Configuration every Conclave service shares. Each service extends it with its own
+ * variables; `loadConfig` reads it once at start and refuses to start on a bad value.
+ */
+export class ServiceConfig {
+  @Expose({ name: 'NATS_URL' })
+  @IsString()
+  natsUrl = 'nats://127.0.0.1:4222';
+
+  @Expose({ name: 'CONCLAVE_SUBJECT_PREFIX' })
+  @Matches(NATS_TOKEN)
+  subjectPrefix = 'acp';
+
+  @Expose({ name: 'CONCLAVE_COUNCIL_PREFIX' })
+  @Matches(NATS_TOKEN)
+  councilPrefix = 'council';
+
+  /** JetStream stream that holds the event log (when EVENTSTORE_URL is not set). */
+  @Expose({ name: 'CONCLAVE_EVENT_STREAM' })
+  @Matches(/^[A-Za-z0-9_-]+$/)
+  eventStream = 'CONCLAVE_EVENTS';
+
+  @Expose({ name: 'CONCLAVE_EVENT_SUBJECT_PREFIX' })
+  @Matches(NATS_TOKEN)
+  eventSubjectPrefix = 'conclave';
+
+  /** Suffix for the consumer-facing streams (ACP_DECISIONS...), so test runs never collide. */
+  @Expose({ name: 'CONCLAVE_STREAM_SUFFIX' })
+  @IsOptional()
+  @Matches(/^[A-Za-z0-9_-]*$/)
+  streamSuffix = '';
+
+  @Expose({ name: 'CONCLAVE_LOG_REPLICAS' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(5)
+  logReplicas = 1;
+
+  @Expose({ name: 'EVENTSTORE_URL' })
+  @IsOptional()
+  @IsString()
+  eventStoreUrl?: string;
+
+  @Expose({ name: 'HTTP_PORT' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  httpPort = 0;
+
+  @Expose({ name: 'HTTP_HOST' })
+  @IsString()
+  httpHost = '0.0.0.0';
+
+  @Expose({ name: 'LOG_LEVEL' })
+  @IsIn(['error', 'warn', 'log', 'info', 'debug', 'verbose'])
+  logLevel = 'info';
+
+  @Expose({ name: 'LOG_FORMAT' })
+  @IsIn(['text', 'json'])
+  logFormat = 'text';
+
+  @Expose({ name: 'CONCLAVE_AUTH_MODE' })
+  @IsIn(['required', 'off'])
+  authMode: 'required' | 'off' = 'required';
+}

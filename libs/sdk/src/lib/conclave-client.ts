@@ -1,0 +1,182 @@
+import type { DecisionEvent, Proposal, ProposalStatus } from '@conclave/acp-protocol';
+import { acpStreamNames, acpSubjects, AcpSubjects, ErrorReply, OkReply } from '@conclave/messaging';
+import { AckPolicy, connect, DeliverPolicy, headers, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
+import { ConclaveError, ConclaveUnavailableError } from './conclave-error';
+
+export interface ConclaveClientOptions {
+  /** An existing connection (not closed by the client) or a server URL to connect to. */
+  nc?: NatsConnection;
+  servers?: string;
+  /** Subject prefix of the deployment (default `acp`). */
+  prefix?: string;
+  /** Suffix of the consumer-facing stream names (tests use one per run). */
+  streamSuffix?: string;
+  /** Request timeout in milliseconds (default 5000). */
+  timeoutMs?: number;
+  /** Hook that adds authentication headers to each command (see the security docs). */
+  sign?: (subject: string, body: Uint8Array) => Promise<Record<string, string>> | Record<string, string>;
+}
+
+/** What an agent sends to propose; the service fills status, responses and resolution. */
+export interface ProposeInput {
+  proposal_id?: string;
+  type?: 'proposal' | 'observation' | 'hypothesis';
+  domain: string;
+  author: string;
+  payload: Record<string, unknown>;
+  quorum: number;
+  created_at?: string;
+  expires_at?: string | null;
+  quorum_policy?: { kind: string; threshold?: number };
+  depends_on?: string[];
+  [extension: string]: unknown;
+}
+
+/** A vote: the service computes the weight from the factors (spec 6.1). */
+export interface VoteInput {
+  participant_id: string;
+  confidence: number;
+  domain_authority?: number;
+  trust_score?: number;
+  reason?: string | null;
+  timestamp?: string;
+}
+
+export interface ListQuery {
+  domain?: string;
+  status?: ProposalStatus;
+  limit?: number;
+  cursor?: string;
+}
+
+export interface DecisionsOptions {
+  /** Exact domain (`risk.credit`) or a subtree (`risk.>`); all domains when absent. */
+  domain?: string;
+  /** A durable consumer name: a restarted reader resumes where this name left off. */
+  durable?: string;
+  /** Where a new consumer starts: every decision kept (`all`, default) or only new ones. */
+  from?: 'all' | 'new';
+  /** Start at decisions stored at or after this time (overrides `from`). */
+  since?: Date;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * The TypeScript client of the Conclave NATS API: agents propose and vote, humans and tools
+ * escalate and resolve, downstream systems follow decisions. Every failure is a
+ * `ConclaveError` carrying the reply's stable code.
+ */
+export class ConclaveClient {
+  private readonly subjects: AcpSubjects;
+  private readonly decisionsStream: string;
+  private readonly timeoutMs: number;
+
+  private constructor(
+    readonly nc: NatsConnection,
+    private readonly ownsConnection: boolean,
+    private readonly options: ConclaveClientOptions,
+  ) {
+    this.subjects = acpSubjects(options.prefix);
+    this.decisionsStream = acpStreamNames(options.streamSuffix).decisions;
+    this.timeoutMs = options.timeoutMs ?? 5_000;
+  }
+
+  static async connect(options: ConclaveClientOptions = {}): Promise<ConclaveClient> {
+    if (options.nc) return new ConclaveClient(options.nc, false, options);
+    const nc = await connect({ servers: options.servers ?? 'nats://127.0.0.1:4222', name: 'conclave-client' });
+    return new ConclaveClient(nc, true, options);
+  }
+
+  async propose(input: ProposeInput): Promise<Proposal> {
+    const body = { schema_version: '1.0', type: 'proposal', expires_at: null, ...input };
+    return (await this.command<{ proposal: Proposal }>('propose', body)).proposal;
+  }
+
+  endorse(proposalId: string, vote: VoteInput): Promise<Proposal> {
+    return this.respond(proposalId, 'endorse', vote);
+  }
+
+  challenge(proposalId: string, vote: VoteInput): Promise<Proposal> {
+    return this.respond(proposalId, 'challenge', vote);
+  }
+
+  async escalate(proposalId: string, request: { reason: string; requested_by: string }): Promise<Proposal> {
+    return (await this.command<{ proposal: Proposal }>('escalate', { proposal_id: proposalId, ...request })).proposal;
+  }
+
+  async resolve(
+    proposalId: string,
+    request: { outcome: 'approved' | 'rejected'; resolved_by: string; note: string },
+  ): Promise<Proposal> {
+    return (await this.command<{ proposal: Proposal }>('resolve', { proposal_id: proposalId, ...request })).proposal;
+  }
+
+  async get(proposalId: string): Promise<Proposal> {
+    return (await this.command<{ proposal: Proposal }>('get', { proposal_id: proposalId })).proposal;
+  }
+
+  async list(query: ListQuery = {}): Promise<{ proposals: Proposal[]; next_cursor: string | null }> {
+    const { proposals, next_cursor } = await this.command<{ proposals: Proposal[]; next_cursor: string | null }>('list', query);
+    return { proposals, next_cursor };
+  }
+
+  /**
+   * Decision events from the JetStream stream, in order, acknowledged after the loop body
+   * returns: with a `durable` name a restarted reader resumes where it left off and loses none.
+   */
+  async *decisions(options: DecisionsOptions = {}): AsyncGenerator<DecisionEvent> {
+    const js: JetStreamClient = this.nc.jetstream();
+    const jsm: JetStreamManager = await this.nc.jetstreamManager();
+    const filter = options.domain ? this.subjects.decisions(options.domain) : this.subjects.allDecisions;
+    const config = {
+      ack_policy: AckPolicy.Explicit,
+      ...(options.since
+        ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: options.since.toISOString() }
+        : { deliver_policy: options.from === 'new' ? DeliverPolicy.New : DeliverPolicy.All }),
+      filter_subject: filter,
+      ...(options.durable ? { durable_name: options.durable } : { inactive_threshold: 60_000_000_000 }),
+    };
+    const info = options.durable
+      ? await jsm.consumers.info(this.decisionsStream, options.durable).catch(() => jsm.consumers.add(this.decisionsStream, config))
+      : await jsm.consumers.add(this.decisionsStream, config);
+    const consumer = await js.consumers.get(this.decisionsStream, info.name);
+    const messages = await consumer.consume({ max_messages: 256 });
+    try {
+      for await (const m of messages) {
+        yield JSON.parse(decoder.decode(m.data)) as DecisionEvent;
+        m.ack();
+      }
+    } finally {
+      await messages.close().catch(() => undefined);
+      if (!options.durable) await jsm.consumers.delete(this.decisionsStream, info.name).catch(() => undefined);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsConnection && !this.nc.isClosed()) await this.nc.drain();
+  }
+
+  private respond(proposalId: string, responseType: 'endorse' | 'challenge', vote: VoteInput): Promise<Proposal> {
+    const body = { schema_version: '1.0', proposal_id: proposalId, response_type: responseType, reason: null, ...vote };
+    return this.command<{ proposal: Proposal }>('respond', body).then((r) => r.proposal);
+  }
+
+  private async command<T extends object>(name: Parameters<AcpSubjects['command']>[0], body: object): Promise<T> {
+    const subject = this.subjects.command(name);
+    const bytes = encoder.encode(JSON.stringify(body));
+    const extra = this.options.sign ? await this.options.sign(subject, bytes) : undefined;
+    let data: Uint8Array;
+    try {
+      const h = extra ? headers() : undefined;
+      for (const [k, v] of Object.entries(extra ?? {})) h?.set(k, v);
+      data = (await this.nc.request(subject, bytes, { timeout: this.timeoutMs, headers: h })).data;
+    } catch (cause) {
+      throw new ConclaveUnavailableError(subject, { cause });
+    }
+    const reply = JSON.parse(decoder.decode(data)) as OkReply<T> | ErrorReply;
+    if (!reply.ok) throw new ConclaveError(reply.error);
+    return reply;
+  }
+}
