@@ -1,0 +1,65 @@
+# syntax=docker/dockerfile:1
+#
+# Conclave: one Dockerfile for every app. Build one image per app with the APP build argument:
+#
+#   docker build --build-arg APP=intake -t conclave/intake:dev .
+#   (APP = intake | resolver | sweeper | escalation | council | audit | cli)
+#
+# The build stage compiles all seven apps once (BuildKit caches it, so the per-app images share
+# it); the runtime stage takes dist/apps/$APP (webpack bundle main.js plus the package.json and
+# package-lock.json that Nx generates with only that app's runtime dependencies) and installs
+# those dependencies without devDependencies.
+#
+# Not validated here: no container engine exists on the machine where this was written, so this
+# image has never been built. What was checked: `nx build intake` in a scratch copy of the
+# workspace emits dist/apps/intake/{main.js,package.json,package-lock.json}.
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# ---- build ------------------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /workspace
+ENV CI=true \
+    NX_DAEMON=false \
+    NX_NO_CLOUD=true \
+    NX_TUI=false \
+    NPM_CONFIG_UPDATE_NOTIFIER=false \
+    NPM_CONFIG_FUND=false \
+    NPM_CONFIG_AUDIT=false
+
+# Dependencies first, so source edits do not invalidate the npm layer.
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm npm ci
+
+COPY . .
+RUN npx nx run-many -t build \
+      --projects=intake,resolver,sweeper,escalation,council,audit,cli
+
+# ---- runtime ----------------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+ARG APP
+RUN test -n "${APP}" || { echo "build with --build-arg APP=<intake|resolver|sweeper|escalation|council|audit|cli>" >&2; exit 1; }
+ENV NODE_ENV=production \
+    NPM_CONFIG_UPDATE_NOTIFIER=false \
+    NPM_CONFIG_FUND=false \
+    NPM_CONFIG_AUDIT=false
+WORKDIR /app
+
+# Owned by root and not writable by the runtime user: the app cannot modify its own code.
+COPY --from=build /workspace/dist/apps/${APP}/ ./
+RUN --mount=type=cache,target=/root/.npm \
+    if [ -f package-lock.json ]; then npm ci --omit=dev; else npm install --omit=dev; fi \
+ && rm -rf /root/.npm/_logs
+
+LABEL org.opencontainers.image.title="conclave-${APP}" \
+      org.opencontainers.image.licenses="MIT"
+
+# uid/gid 1000 is the `node` user of the official image; numeric so that Kubernetes
+# runAsNonRoot can verify it.
+USER 1000:1000
+
+# Services drain on SIGTERM (NestJS shutdown hooks). No HEALTHCHECK here: the HTTP port differs
+# per service and the cli image serves none; docker-compose.yml and the Kubernetes manifests
+# probe /healthz and /readyz themselves.
+STOPSIGNAL SIGTERM
+CMD ["node", "main.js"]
