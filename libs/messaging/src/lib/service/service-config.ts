@@ -12,6 +12,17 @@ export class ServiceConfig {
   @IsString()
   natsUrl = 'nats://127.0.0.1:4222';
 
+  /** Credentials for a NATS server with accounts (deploy/nats); nats.js ignores user:pass in URLs. */
+  @Expose({ name: 'NATS_USER' })
+  @IsOptional()
+  @IsString()
+  natsUser?: string;
+
+  @Expose({ name: 'NATS_PASSWORD' })
+  @IsOptional()
+  @IsString()
+  natsPassword?: string;
+
   @Expose({ name: 'CONCLAVE_SUBJECT_PREFIX' })
   @Matches(NATS_TOKEN)
   subjectPrefix = 'acp';

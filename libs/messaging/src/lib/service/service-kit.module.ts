@@ -40,7 +40,12 @@ export class ServiceKitModule {
           provide: NATS_CONNECTION,
           inject: [Readiness],
           useFactory: async (readiness: Readiness) => {
-            const nc = await connect({ servers: config.natsUrl, name: `conclave-${name}`, maxReconnectAttempts: -1 });
+            const nc = await connect({
+              servers: config.natsUrl,
+              name: `conclave-${name}`,
+              maxReconnectAttempts: -1,
+              ...(config.natsUser ? { user: config.natsUser, pass: config.natsPassword } : {}),
+            });
             readiness.register('nats', () => !nc.isClosed());
             return nc;
           },
