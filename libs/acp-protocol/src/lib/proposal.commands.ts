@@ -1,0 +1,94 @@
+/**
+ * Commands on a proposal (imperative names). The edge builds them: it generates `command_id`
+ * (a ULID, non-monotonic - see deriveEventId), stamps `now` from its clock, and names the
+ * authenticated `actor`. The decider never reads a clock or generates an id.
+ */
+import { PROPOSAL_COMMAND_TYPES } from './contracts';
+import type { EntryType, HumanOutcome, ResponseType } from './contracts';
+import type { ChildOutcome, JsonObject, QuorumPolicySpec } from './wire-format';
+
+export interface CommandMetadata {
+  /** ULID generated at the edge; the events' ids derive from it. */
+  command_id: string;
+  /** ISO 8601 UTC instant stamped at the edge. */
+  now: string;
+  /** Authenticated identity issuing the command (agent, service or human). */
+  actor: string;
+  /** Defaults to the proposal id on the resulting events. */
+  correlation_id?: string;
+}
+
+export interface SubmitProposal extends CommandMetadata {
+  type: typeof PROPOSAL_COMMAND_TYPES.SubmitProposal;
+  data: {
+    proposal_id: string;
+    type: EntryType;
+    domain: string;
+    author: string;
+    payload: JsonObject;
+    quorum: number;
+    created_at: string;
+    expires_at: string | null;
+    quorum_policy?: QuorumPolicySpec;
+    depends_on?: string[];
+    /** Unanimous quorum (7.3): the eligible participants, fixed at submission, from the registry. */
+    eligible_participants?: string[];
+    /** Stamped by the edge (14.3/14.6); carried, never computed here. */
+    payload_hash?: string;
+  };
+}
+
+export interface RecordResponse extends CommandMetadata {
+  type: typeof PROPOSAL_COMMAND_TYPES.RecordResponse;
+  data: {
+    proposal_id: string;
+    participant_id: string;
+    response_type: ResponseType;
+    confidence: number;
+    /** By default from the participant registry (DESIGN section 6). */
+    domain_authority: number;
+    trust_score: number;
+    reason?: string | null;
+    /** Defaults to `now`. */
+    timestamp?: string;
+  };
+}
+
+/** Appended by the resolver when `pendingResolution` says the quorum policy is met. */
+export interface ResolveProposal extends CommandMetadata {
+  type: typeof PROPOSAL_COMMAND_TYPES.ResolveProposal;
+  data: { proposal_id: string };
+}
+
+/** Issued by the sweeper at `now >= expires_at + grace`. */
+export interface ExpireProposal extends CommandMetadata {
+  type: typeof PROPOSAL_COMMAND_TYPES.ExpireProposal;
+  data: { proposal_id: string };
+}
+
+/** Manual escalation (10.1 item 2). `reason` is free text; the metadata reason is `manual`. */
+export interface EscalateProposal extends CommandMetadata {
+  type: typeof PROPOSAL_COMMAND_TYPES.EscalateProposal;
+  data: { proposal_id: string; reason: string; requested_by: string };
+}
+
+/** Human resolution of an escalated proposal (10.2). */
+export interface ResolveEscalation extends CommandMetadata {
+  type: typeof PROPOSAL_COMMAND_TYPES.ResolveEscalation;
+  data: { proposal_id: string; outcome: HumanOutcome; resolved_by: string; note: string | null };
+}
+
+/** Appended to a parent's stream by the resolver when a child reaches a final outcome (9.3). */
+export interface RecordChildOutcome extends CommandMetadata {
+  type: typeof PROPOSAL_COMMAND_TYPES.RecordChildOutcome;
+  data: { proposal_id: string; child_proposal_id: string; outcome: ChildOutcome };
+}
+
+export type ProposalCommand =
+  | SubmitProposal
+  | RecordResponse
+  | ResolveProposal
+  | ExpireProposal
+  | EscalateProposal
+  | ResolveEscalation
+  | RecordChildOutcome;
