@@ -1,0 +1,137 @@
+import { ConflictMap } from './conflict-map';
+import { ChairMode } from './contracts';
+import { DecisionRecord, NO_DECISION, SYNTHESIS, dissentMentions } from './decision-record';
+import { CouncilError } from './errors';
+import { openFrameChallenges } from './frame-challenge';
+import { blindCandidate, blindCandidateRef, blindReview, resolveArtifactRef, scrubMemberIds } from './review-and-anonymity';
+import { latestConflictMap } from './run-queries';
+import { RunData } from './state';
+import { clone } from './validation';
+import { memberFailureNotes, missingPerspectives } from './failure-and-degraded-operation';
+
+/**
+ * Spec section 14. The Chair selects, synthesises within bounds, or reframes from existing
+ * evidence; it MUST NOT present an unreferenced new fact as Council knowledge. Every claim of
+ * the DecisionRecord (selected_path, grounded_in, incorporated, the decision itself) must
+ * resolve to an artifact of this run, or the record is refused with UNREFERENCED_CLAIM.
+ */
+export function checkDecisionGrounding(run: RunData, input: DecisionRecord): DecisionRecord {
+  const record = clone(input);
+  const resolve = (ref: string, field: string): string => {
+    const id = resolveArtifactRef(run, ref);
+    if (id === undefined) throw new CouncilError('UNREFERENCED_CLAIM', `${ref} is not an artifact of this run`, field);
+    return id;
+  };
+  if (record.goal_contract_id !== run.goal_contract.goal_contract_id) {
+    throw new CouncilError('UNKNOWN_REFERENCE', `the run's GoalContract is ${run.goal_contract.goal_contract_id}`, 'goal_contract_id');
+  }
+  if (record.decision_owner !== run.goal_contract.decision_owner) {
+    throw new CouncilError('NOT_AUTHORIZED_ROLE', `the decision owner is ${run.goal_contract.decision_owner}; the chair cannot reassign it`, 'decision_owner');
+  }
+  const isPath = record.selected_path === NO_DECISION || record.selected_path === SYNTHESIS;
+  if (!isPath) {
+    const id = resolve(record.selected_path, 'selected_path');
+    if (!run.candidates[id]) throw new CouncilError('UNREFERENCED_CLAIM', 'selected_path names a candidate, synthesis or no-decision', 'selected_path');
+    record.selected_path = id;
+  }
+  record.grounded_in = record.grounded_in.map((r, i) => resolve(r, `grounded_in[${i}]`));
+  record.incorporated = record.incorporated.map((r, i) => resolve(r, `incorporated[${i}]`));
+  record.rejected = record.rejected.map((r, i) => {
+    const id = resolveArtifactRef(run, r.artifact);
+    if (id === undefined) throw new CouncilError('UNKNOWN_REFERENCE', `${r.artifact} is not an artifact of this run`, `rejected[${i}].artifact`);
+    return { ...r, artifact: id };
+  });
+  if (record.selected_path !== NO_DECISION && record.grounded_in.length === 0) {
+    throw new CouncilError('UNREFERENCED_CLAIM', 'a decision must be grounded in at least one artifact of the run', 'decision');
+  }
+  const mode = chairMode(record);
+  if (mode !== undefined) record.chair_mode = mode;
+  checkChairMode(run, record);
+  return record;
+}
+
+/** The chair's mode, stated or implied by selected_path. */
+export function chairMode(record: DecisionRecord): ChairMode | undefined {
+  if (record.chair_mode) return record.chair_mode;
+  if (record.selected_path === NO_DECISION) return undefined;
+  return record.selected_path === SYNTHESIS ? 'bounded-synthesis' : 'select';
+}
+
+function checkChairMode(run: RunData, record: DecisionRecord): void {
+  switch (record.chair_mode) {
+    case undefined:
+      return;
+    case 'select':
+      // Select: one candidate dominates; it is the path and it grounds the decision.
+      if (!run.candidates[record.selected_path]) throw new CouncilError('UNREFERENCED_CLAIM', 'select names the selected candidate', 'selected_path');
+      if (!record.grounded_in.includes(record.selected_path)) record.grounded_in = [record.selected_path, ...record.grounded_in];
+      return;
+    case 'bounded-synthesis':
+      // Bounded synthesis combines compatible strengths: it says what it incorporated.
+      if (record.incorporated.length === 0) throw new CouncilError('UNREFERENCED_CLAIM', 'bounded synthesis names the artifacts it incorporated', 'incorporated');
+      return;
+    case 'grounded-reframing':
+      // Grounded reframing derives from existing evidence: grounded_in is already required;
+      // any new speculation must be labelled (parseDecisionRecord enforces the label).
+      return;
+    default: {
+      const _exhaustive: never = record.chair_mode;
+      return _exhaustive;
+    }
+  }
+}
+
+/**
+ * Dissent that must survive into the decision (17.2: resolved or explicitly retained): every
+ * unresolved high-impact conflict of the latest conflict map and every open frame challenge.
+ */
+export function requiredDissent(run: RunData): string[] {
+  const map = latestConflictMap(run);
+  const conflicts = map ? map.conflicts.filter((c) => c.status === 'unresolved' && c.decision_impact === 'high').map((c) => c.conflict_id) : [];
+  return [...conflicts, ...openFrameChallenges(run).map((f) => f.frame_check.frame_check_id)];
+}
+
+export function checkDissentRetained(run: RunData, record: DecisionRecord): void {
+  for (const id of requiredDissent(run)) {
+    const kept = record.unresolved_dissent.some((d) => dissentMentions(d, id)) || record.rejected.some((r) => r.artifact === id);
+    if (!kept) throw new CouncilError('DISSENT_DROPPED', `${id} is unresolved and must appear in unresolved_dissent (or be rejected with a reason)`, 'unresolved_dissent');
+  }
+}
+
+/** The facts of section 18 the controller writes into the record; never semantic content. */
+export function withDegradedFacts(run: RunData, record: DecisionRecord): DecisionRecord {
+  return { ...record, missing_perspectives: missingPerspectives(run), member_failures: memberFailureNotes(run) };
+}
+
+/** Chair and authorised fallbacks, in order, still standing and not yet asked. */
+export function nextChair(run: RunData): string | undefined {
+  return run.chair_order.find(
+    (id) => !run.failed_members.includes(id) && !run.task_order.some((t) => run.tasks[t].stage === 'synthesis' && run.tasks[t].member_id === id),
+  );
+}
+
+function blindConflictMap(run: RunData, map: ConflictMap): ConflictMap {
+  return {
+    ...map,
+    conflicts: map.conflicts.map((c) => ({ ...c, positions: c.positions.map((p) => (run.candidates[p] ? blindCandidateRef(run, p) : p)) })),
+  };
+}
+
+/** Chair inputs: everything it may ground on, on the blind surface, plus the controller's facts. */
+export function synthesisTaskInputs(run: RunData, basisCandidateIds: readonly string[], stopReason: string | undefined): Record<string, unknown> {
+  const map = latestConflictMap(run);
+  const inputs = {
+    candidates: basisCandidateIds.map((id) => blindCandidate(run, id)),
+    reviews: run.review_order.filter((id) => run.reviews[id].generation === run.generation).map((id) => blindReview(run, id)),
+    conflict_map: map ? blindConflictMap(run, map) : null,
+    frame_checks: run.frame_checks.map((f) => ({ ...f.frame_check, status: f.status })),
+    stop_reason: stopReason ?? null,
+    signals: run.rounds.length ? run.rounds[run.rounds.length - 1].signals : [],
+    required_dissent: requiredDissent(run),
+    missing_perspectives: missingPerspectives(run),
+    chair_modes: ['select', 'bounded-synthesis', 'grounded-reframing'],
+    instructions:
+      'Return a DecisionRecord. Reference only artifacts above (candidate_ref, review_ref, issue_ref, conflict_id, frame_check_id, evidence refs). Label new speculation. Keep required_dissent in unresolved_dissent.',
+  };
+  return scrubMemberIds(inputs, run.panel.map((m) => m.member_id));
+}

@@ -1,0 +1,221 @@
+import { CandidateArtifact } from './candidate-artifact';
+import { ConflictMap } from './conflict-map';
+import { COUNCIL_EVENT_TYPES, CouncilRole, CouncilStage, TaskStage, TerminalState } from './contracts';
+import { DecisionRecord } from './decision-record';
+import { FrameCheck } from './frame-check';
+import { GoalContract } from './goal-contract';
+import { DiversityProfile, MemberDescriptor } from './member-descriptor';
+import { CouncilPolicy } from './policy';
+import { ReviewArtifact } from './review-artifact';
+import { RevisionArtifact } from './revision-artifact';
+
+/** Cost and tokens a member reports for one task; summed against the budget (17.1). */
+export interface Usage {
+  cost?: number;
+  tokens?: number;
+}
+
+/** The common envelope (DESIGN.md section 3). correlation_id is the run_id. */
+export interface CouncilEventEnvelope<T extends string, D> {
+  event_id: string;
+  type: T;
+  schema_version: string;
+  occurred_at: string;
+  actor: string;
+  causation_id: string | null;
+  correlation_id: string;
+  data: D;
+}
+
+/** One anonymous label per candidate lineage (11.1); the mapping is the audit surface (11.2). */
+export interface AnonymizationEntry {
+  label: string;
+  letter: string;
+  lineage_id: string;
+  author_member_id: string;
+}
+
+export interface SelectedIssue {
+  issue_id: string;
+  review_id: string;
+  target_candidate_id: string;
+  claim: string;
+  severity: 'low' | 'medium' | 'high';
+  revision_request: string;
+  could_change: string[];
+  evidence_refs: string[];
+}
+
+export interface RevisionRequestEntry {
+  target_candidate_id: string;
+  author_member_id: string;
+  issues: SelectedIssue[];
+}
+
+export interface Checkpoint {
+  checkpoint_id: string;
+  round: number;
+  generation: number;
+  goal_contract_id: string;
+  candidate_ids: string[];
+  /** Current-run artifact scores only (section 16): never historical capability. */
+  scores: Record<string, number | null>;
+  score: number | null;
+}
+
+export type QualitySignal =
+  | { signal: 'all-material-issues-resolved-or-retained' }
+  | { signal: 'marginal-gain-plateau'; gains: number[] }
+  | { signal: 'candidates-stable' }
+  | { signal: 'regression'; best_checkpoint_id: string; best_score: number; latest_score: number }
+  | { signal: 'oscillation'; lineage_id: string; positions: string[]; discriminating_evidence: string[] }
+  | { signal: 'value-choice-required'; conflict_ids: string[] };
+
+export type RoundDecision = 'revise' | 'synthesize';
+
+export type StopReason =
+  | 'single-round-profile'
+  | 'all-material-issues-resolved-or-retained'
+  | 'marginal-gain-plateau'
+  | 'candidates-stable'
+  | 'regression-to-best-checkpoint'
+  | 'oscillation'
+  | 'value-choice-required'
+  | 'max-rounds';
+
+export type TerminationReason =
+  | 'decision-recorded'
+  | 'max-time'
+  | 'max-cost'
+  | 'max-tokens'
+  | 'human-interrupt'
+  | 'below-quorum'
+  | 'incomplete-panel-high-risk'
+  | 'chair-failed-without-fallback'
+  | 'no-candidates';
+
+export type FailureReason = 'timeout' | 'reported-failure';
+
+export interface TaskIssuedData {
+  task_id: string;
+  member_id: string;
+  round: number;
+  generation: number;
+  stage: TaskStage;
+  role: CouncilRole;
+  deadline: string;
+  inputs: Record<string, unknown>;
+}
+
+export type RunStarted = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.RunStarted,
+  { run_id: string; goal_contract: GoalContract; panel: MemberDescriptor[]; policy: CouncilPolicy; seed: string }
+>;
+export type PanelAssembled = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.PanelAssembled,
+  { diversity_profile: DiversityProfile; chair_order: string[]; roles: Record<string, CouncilRole[]> }
+>;
+export type TaskIssued = CouncilEventEnvelope<typeof COUNCIL_EVENT_TYPES.TaskIssued, TaskIssuedData>;
+export type CandidateSubmitted = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.CandidateSubmitted,
+  { task_id: string; member_id: string; candidate: CandidateArtifact; usage?: Usage }
+>;
+export type ProposalStageClosed = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.ProposalStageClosed,
+  { round: number; generation: number; candidate_ids: string[]; anonymization: AnonymizationEntry[]; next_stage: CouncilStage }
+>;
+export type ReviewSubmitted = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.ReviewSubmitted,
+  { task_id: string; member_id: string; reviews: ReviewArtifact[]; usage?: Usage }
+>;
+export type StageClosed = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.StageClosed,
+  { round: number; stage: CouncilStage; next_stage: CouncilStage; note?: string }
+>;
+export type CheckpointRecorded = CouncilEventEnvelope<typeof COUNCIL_EVENT_TYPES.CheckpointRecorded, { checkpoint: Checkpoint }>;
+export type ConflictMapRecorded = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.ConflictMapRecorded,
+  { task_id: string; member_id: string; conflict_map: ConflictMap; usage?: Usage }
+>;
+export type FrameCheckRecorded = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.FrameCheckRecorded,
+  { task_id: string; member_id: string; frame_check: FrameCheck; goal_contract_id: string; usage?: Usage }
+>;
+export type FrameChallengeDeclined = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.FrameChallengeDeclined,
+  { frame_check_id: string; declined_by: string; reason: string }
+>;
+export type GoalContractRevised = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.GoalContractRevised,
+  {
+    goal_contract: GoalContract;
+    previous_goal_contract_id: string;
+    frame_check_id: string | null;
+    revised_by: string;
+    /** Controller's deterministic judgement (section 13): do existing artifacts still compare? */
+    comparable: boolean;
+    /** Not comparable and a round is left: proposal restarts from the revised contract. */
+    restart: boolean;
+    note?: string;
+  }
+>;
+export type RoundClosed = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.RoundClosed,
+  {
+    round: number;
+    signals: QualitySignal[];
+    decision: RoundDecision;
+    stop_reason?: StopReason;
+    best_checkpoint_id: string | null;
+    /** Candidates the next stage works from; after a regression, the best checkpoint's. */
+    basis_candidate_ids: string[];
+    open_issue_ids: string[];
+  }
+>;
+export type RevisionRequested = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.RevisionRequested,
+  { round: number; requests: RevisionRequestEntry[] }
+>;
+export type RevisionSubmitted = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.RevisionSubmitted,
+  { task_id: string; member_id: string; revision: RevisionArtifact; usage?: Usage }
+>;
+export type MemberFailed = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.MemberFailed,
+  { member_id: string; task_id: string | null; round: number; stage: CouncilStage; reason: FailureReason; detail?: string }
+>;
+export type ChairDecisionRecorded = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.ChairDecisionRecorded,
+  { task_id: string; chair_member_id: string; decision_record: DecisionRecord; usage?: Usage }
+>;
+export type RunTerminated = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.RunTerminated,
+  { terminal_state: TerminalState; reason: TerminationReason; best_checkpoint_id: string | null; decision_id: string | null; note?: string }
+>;
+export type OutcomeRecorded = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.OutcomeRecorded,
+  { outcome_id: string; observed_at: string; summary: string; source: string; evidence_refs: string[] }
+>;
+
+export type CouncilEvent =
+  | RunStarted
+  | PanelAssembled
+  | TaskIssued
+  | CandidateSubmitted
+  | ProposalStageClosed
+  | ReviewSubmitted
+  | StageClosed
+  | CheckpointRecorded
+  | ConflictMapRecorded
+  | FrameCheckRecorded
+  | FrameChallengeDeclined
+  | GoalContractRevised
+  | RoundClosed
+  | RevisionRequested
+  | RevisionSubmitted
+  | MemberFailed
+  | ChairDecisionRecorded
+  | RunTerminated
+  | OutcomeRecorded;
+
+export type EventOf<T extends CouncilEvent['type']> = Extract<CouncilEvent, { type: T }>;

@@ -1,0 +1,197 @@
+import { CandidateClaim } from './candidate-artifact';
+import { AnonymizationEntry } from './events';
+import { reviewIssueId } from './review-artifact';
+import { authorOf, candidate } from './run-queries';
+import { seededShuffle } from './seeded-shuffle';
+import { RunData } from './state';
+import { isRecord } from './validation';
+
+/** Spec section 11: blind surface for reviewers, audit surface kept by the controller. */
+
+/** A, B, ..., Z, AA, AB, ... */
+export function labelLetter(index: number): string {
+  let n = index;
+  let s = '';
+  do {
+    s = String.fromCharCode(65 + (n % 26)) + s;
+    n = Math.floor(n / 26) - 1;
+  } while (n >= 0);
+  return s;
+}
+
+/**
+ * Stable anonymous labels (11.1): a seeded shuffle of the new lineages (sorted first, so the
+ * result depends on the seed and the set, not on arrival order) takes the next free letters.
+ * Labels are per lineage: a revision of Candidate A is still Candidate A.
+ */
+export function assignAnonymousLabels(
+  lineages: readonly { lineage_id: string; author_member_id: string }[],
+  seed: string,
+  firstIndex = 0,
+): AnonymizationEntry[] {
+  const sorted = [...lineages].sort((a, b) => (a.lineage_id < b.lineage_id ? -1 : a.lineage_id > b.lineage_id ? 1 : 0));
+  return seededShuffle(sorted, `${seed}:labels:${firstIndex}`).map((l, i) => {
+    const letter = labelLetter(firstIndex + i);
+    return { label: `Candidate ${letter}`, letter, lineage_id: l.lineage_id, author_member_id: l.author_member_id };
+  });
+}
+
+/** A different, deterministic order for each reviewer (seed + reviewer), against position bias. */
+export function reviewOrderFor<T>(items: readonly T[], seed: string, reviewerId: string, round: number): T[] {
+  return seededShuffle(items, `${seed}:review-order:${reviewerId}:${round}`);
+}
+
+/** Self-review exclusion (11.2, 11.3): a reviewer is never given a candidate of its own lineage. */
+export function reviewTargetsFor(run: RunData, reviewerId: string, candidateIds: readonly string[]): string[] {
+  return candidateIds.filter((id) => authorOf(run, id) !== reviewerId);
+}
+
+export function blindCandidateRef(run: RunData, candidateId: string): string {
+  const stored = run.candidates[candidateId];
+  const letter = stored ? run.lineages[stored.lineage_id]?.letter : undefined;
+  return `anon-${letter ?? '?'}-v${stored?.candidate.version ?? 0}`;
+}
+
+export function blindReviewRef(run: RunData, reviewId: string): string {
+  return `review-${run.review_order.indexOf(reviewId) + 1}`;
+}
+
+export interface BlindCandidate {
+  label: string;
+  candidate_ref: string;
+  version: number;
+  parent_ref: string | null;
+  position: string;
+  claims: CandidateClaim[];
+  evidence_refs: string[];
+  assumptions: string[];
+  expected_outcomes: string[];
+  risks: string[];
+  reversal_signals: string[];
+  actions: string[];
+  confidence_scheme: string;
+  confidence: string;
+}
+
+/** Candidate content and sources under its label; no candidate_id, no author (11.1). */
+export function blindCandidate(run: RunData, candidateId: string): BlindCandidate {
+  const c = candidate(run, candidateId);
+  const lineage = run.lineages[run.candidates[candidateId].lineage_id];
+  return scrubMemberIds(
+    {
+      label: lineage?.label ?? 'Candidate ?',
+      candidate_ref: blindCandidateRef(run, candidateId),
+      version: c.version,
+      parent_ref: c.parent_candidate_id ? blindCandidateRef(run, c.parent_candidate_id) : null,
+      position: c.position,
+      claims: c.claims,
+      evidence_refs: c.evidence_refs,
+      assumptions: c.assumptions,
+      expected_outcomes: c.expected_outcomes,
+      risks: c.risks,
+      reversal_signals: c.reversal_signals,
+      actions: c.actions,
+      confidence_scheme: c.confidence_scheme,
+      confidence: c.confidence,
+    },
+    run.panel.map((m) => m.member_id),
+  );
+}
+
+export interface BlindReview {
+  review_ref: string;
+  target_ref: string;
+  rubric_scores: Record<string, number>;
+  strengths: string[];
+  material_issues: { issue_ref: string; claim: string; evidence_refs: string[]; severity: string; revision_request: string; could_change?: string[] }[];
+}
+
+/** A review as the moderator and chair see it: no reviewer id, blind refs only. */
+export function blindReview(run: RunData, reviewId: string): BlindReview {
+  const r = run.reviews[reviewId].review;
+  const ref = blindReviewRef(run, reviewId);
+  return scrubMemberIds(
+    {
+      review_ref: ref,
+      target_ref: blindCandidateRef(run, r.target_candidate_id),
+      rubric_scores: r.rubric_scores,
+      strengths: r.strengths,
+      material_issues: r.material_issues.map((m, i) => ({ ...m, issue_ref: `${ref}#issue-${i + 1}` })),
+    },
+    run.panel.map((m) => m.member_id),
+  );
+}
+
+/** Review task inputs: rubric, goal contract (in the request) and blind candidates in this reviewer's order. */
+export function reviewTaskInputs(run: RunData, reviewerId: string, candidateIds: readonly string[]): Record<string, unknown> {
+  const targets = reviewTargetsFor(run, reviewerId, candidateIds);
+  const ordered = reviewOrderFor(targets, run.seed, reviewerId, run.round);
+  return {
+    rubric: [...run.policy.rubric],
+    candidates: ordered.map((id) => blindCandidate(run, id)),
+    instructions: 'Review each candidate by its candidate_ref; set target_candidate_id to that candidate_ref.',
+  };
+}
+
+/**
+ * Deep-replace every panel member id inside strings: free text can leak an author ("as
+ * member-builder-01 I think..."), and the blind surface must not.
+ */
+export function scrubMemberIds<T>(value: T, memberIds: readonly string[]): T {
+  const ids = [...memberIds].filter((id) => id.length > 0).sort((a, b) => b.length - a.length);
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return ids.reduce((s, id) => s.split(id).join('[member]'), v);
+    if (Array.isArray(v)) return v.map(walk);
+    if (isRecord(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+    return v;
+  };
+  return walk(value) as T;
+}
+
+/**
+ * Resolve a reference a member wrote (a blind ref or a real id) to the run's real artifact id.
+ * Undefined when it names nothing in the run. Real ids stay on the audit surface (events).
+ */
+export function resolveArtifactRef(run: RunData, ref: string): string | undefined {
+  if (run.candidates[ref]) return ref;
+  const anon = /^anon-([A-Z]+)-v(\d+)$/.exec(ref);
+  if (anon) {
+    const lineage = Object.values(run.lineages).find((l) => l.letter === anon[1]);
+    const version = Number(anon[2]);
+    return lineage?.versions.find((id) => run.candidates[id].candidate.version === version);
+  }
+  if (run.reviews[ref]) return ref;
+  const reviewRef = /^review-(\d+)$/.exec(ref);
+  if (reviewRef) return run.review_order[Number(reviewRef[1]) - 1];
+  const issue = /^(.*)#issue-(\d+)$/.exec(ref);
+  if (issue) {
+    const reviewId = resolveArtifactRef(run, issue[1]);
+    const index = Number(issue[2]) - 1;
+    if (reviewId && run.reviews[reviewId] && index >= 0 && index < run.reviews[reviewId].review.material_issues.length) {
+      return reviewIssueId(reviewId, index);
+    }
+    return undefined;
+  }
+  for (const m of run.conflict_maps) {
+    if (m.conflict_map.conflict_map_id === ref) return ref;
+    if (m.conflict_map.conflicts.some((c) => c.conflict_id === ref)) return ref;
+  }
+  if (run.frame_checks.some((f) => f.frame_check.frame_check_id === ref)) return ref;
+  if (run.goal_contract_revisions.some((g) => g.goal_contract.goal_contract_id === ref)) return ref;
+  if (runEvidenceRefs(run).has(ref)) return ref;
+  return undefined;
+}
+
+/** Evidence the run has seen: the GoalContract's evidence set and every cited evidence ref. */
+export function runEvidenceRefs(run: RunData): Set<string> {
+  const refs = new Set<string>();
+  for (const g of run.goal_contract_revisions) g.goal_contract.evidence_set.forEach((e) => refs.add(e));
+  for (const id of run.candidate_order) {
+    const c = run.candidates[id].candidate;
+    c.evidence_refs.forEach((e) => refs.add(e));
+    c.claims.forEach((cl) => (typeof cl === 'string' ? undefined : (cl.evidence_refs ?? []).forEach((e) => refs.add(e))));
+  }
+  for (const id of run.review_order) run.reviews[id].review.material_issues.forEach((m) => m.evidence_refs.forEach((e) => refs.add(e)));
+  for (const f of run.frame_checks) if (f.frame_check.result === 'frame-challenge') f.frame_check.evidence_refs.forEach((e) => refs.add(e));
+  return refs;
+}

@@ -1,0 +1,119 @@
+import { CandidateArtifact } from './candidate-artifact';
+import { ConflictMap } from './conflict-map';
+import { COUNCIL_PROTOCOL_ID, COUNCIL_PROTOCOL_VERSION, CouncilLevel, TerminalState } from './contracts';
+import { bestCheckpoint } from './convergence-and-termination';
+import { DecisionRecord } from './decision-record';
+import { AnonymizationEntry, Checkpoint } from './events';
+import { degradedModes } from './failure-and-degraded-operation';
+import { FrameCheck } from './frame-check';
+import { GoalContractBudget } from './goal-contract';
+import { MemberDescriptor } from './member-descriptor';
+import { ReviewArtifact } from './review-artifact';
+import { ControllerDecisionNote, GoalContractRevision, MemberFailureRecord, RoundRecord, StartedRun } from './state';
+import { clone, instantMs } from './validation';
+
+export interface RunRecordTask {
+  task_id: string;
+  member_id: string;
+  round: number;
+  stage: string;
+  role?: string;
+  issued_at?: string;
+  deadline?: string;
+  status?: string;
+  /** Single-agent records: the candidate this proposal phase produced. */
+  candidate_id?: string;
+  /** Exactly what the member was shown: the evidence for independence and blindness. */
+  inputs: unknown;
+}
+
+/**
+ * RunRecord (spec 8.7): participants and independence groups, GoalContract revisions, artifact
+ * lineage, the anonymisation mapping (restricted), budgets and timing, controller decisions,
+ * failures and degraded modes, best checkpoint, final DecisionRecord and later outcomes.
+ * A single agent can write one by hand (19.1); `validateRunRecord` checks it offline.
+ */
+export interface RunRecord {
+  run_record_id: string;
+  run_id: string;
+  protocol: typeof COUNCIL_PROTOCOL_ID;
+  protocol_version: string;
+  level: CouncilLevel;
+  participants: MemberDescriptor[];
+  independence_groups: Record<string, string[]>;
+  goal_contract_revisions: GoalContractRevision[];
+  artifacts: {
+    candidates: CandidateArtifact[];
+    reviews: ReviewArtifact[];
+    conflict_maps: ConflictMap[];
+    frame_checks: FrameCheck[];
+  };
+  lineage: { lineage_id: string; author_member_id: string; label?: string; versions: string[] }[];
+  anonymization: { restricted: boolean; mapping: AnonymizationEntry[] };
+  tasks: RunRecordTask[];
+  budgets: { budget: GoalContractBudget; usage: { rounds: number; elapsed_ms: number | null; cost: number; tokens: number } };
+  timing: { started_at: string; ended_at: string | null };
+  controller_decisions: ControllerDecisionNote[];
+  rounds: RoundRecord[];
+  checkpoints: Checkpoint[];
+  best_checkpoint_id: string | null;
+  failures: MemberFailureRecord[];
+  degraded_modes: string[];
+  decision_record: DecisionRecord | null;
+  terminal: { terminal_state: TerminalState; reason: string; at: string; note?: string } | null;
+  outcomes: { outcome_id: string; observed_at: string; summary: string; source: string; evidence_refs: string[] }[];
+}
+
+/** Project a run into its RunRecord (what `council.v1.get` returns). */
+export function buildRunRecord(run: StartedRun): RunRecord {
+  const groups: Record<string, string[]> = {};
+  for (const m of run.panel) (groups[m.independence_group] ??= []).push(m.member_id);
+  const ended = run.status === 'terminated' ? run.terminal.at : null;
+  return clone({
+    run_record_id: `${run.run_id}:run-record`,
+    run_id: run.run_id,
+    protocol: COUNCIL_PROTOCOL_ID,
+    protocol_version: COUNCIL_PROTOCOL_VERSION,
+    level: run.policy.level,
+    participants: run.panel,
+    independence_groups: groups,
+    goal_contract_revisions: run.goal_contract_revisions,
+    artifacts: {
+      candidates: run.candidate_order.map((id) => run.candidates[id].candidate),
+      reviews: run.review_order.map((id) => run.reviews[id].review),
+      conflict_maps: run.conflict_maps.map((m) => m.conflict_map),
+      frame_checks: run.frame_checks.map((f) => f.frame_check),
+    },
+    lineage: run.lineage_order.map((id) => {
+      const l = run.lineages[id];
+      return l.label === undefined ? { lineage_id: l.lineage_id, author_member_id: l.author_member_id, versions: l.versions } : { lineage_id: l.lineage_id, author_member_id: l.author_member_id, label: l.label, versions: l.versions };
+    }),
+    anonymization: { restricted: true, mapping: run.anonymization },
+    tasks: run.task_order.map((id) => {
+      const t = run.tasks[id];
+      return { task_id: t.task_id, member_id: t.member_id, round: t.round, stage: t.stage, role: t.role, issued_at: t.issued_at, deadline: t.deadline, status: t.status, inputs: t.inputs };
+    }),
+    budgets: {
+      budget: run.goal_contract.budget,
+      usage: {
+        rounds: run.round,
+        elapsed_ms: ended ? instantMs(ended, 'ended_at') - instantMs(run.started_at, 'started_at') : null,
+        cost: run.usage.cost,
+        tokens: run.usage.tokens,
+      },
+    },
+    timing: { started_at: run.started_at, ended_at: ended },
+    controller_decisions: run.controller_decisions,
+    rounds: run.rounds,
+    checkpoints: run.checkpoints,
+    best_checkpoint_id: run.status === 'terminated' ? run.terminal.best_checkpoint_id : (bestCheckpoint(run)?.checkpoint_id ?? null),
+    failures: run.failures,
+    degraded_modes: degradedModes(run),
+    decision_record: run.decision?.decision_record ?? null,
+    terminal:
+      run.status === 'terminated'
+        ? { terminal_state: run.terminal.terminal_state, reason: run.terminal.reason, at: run.terminal.at, ...(run.terminal.note ? { note: run.terminal.note } : {}) }
+        : null,
+    outcomes: run.outcomes,
+  });
+}
