@@ -156,7 +156,7 @@ export {
   decideSubmitProposal,
 } from './lib/proposal.decider';
 export type { DeciderConfig } from './lib/proposal.decider';
-export { acceptsResponses, expiryDueAt, isExpiryDue, pendingResolution, projectProposal } from './lib/proposal.projection';
+export { acceptsResponses, expiryDueAt, isExpiryDue, pendingResolution, projectProposal, statusAfter } from './lib/proposal.projection';
 export { handleProposalCommand } from './lib/proposal.handler';
 export type { CommandResult } from './lib/proposal.handler';
 

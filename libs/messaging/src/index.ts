@@ -1,12 +1,6 @@
 export * from './lib/subjects';
 export * from './lib/reply';
-export * from './lib/config';
 export * from './lib/jetstream';
 export { PlainJsonNatsServer, PlainNatsContext } from './lib/plain-json-nats.server';
 export type { PlainJsonNatsServerOptions } from './lib/plain-json-nats.server';
 export { PassThroughRpcExceptionFilter } from './lib/rpc-exception.filter';
-export { ServiceConfig } from './lib/service/service-config';
-export { Readiness } from './lib/service/readiness';
-export { ServiceKitModule, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_NAME } from './lib/service/service-kit.module';
-export { bootstrapService } from './lib/service/bootstrap';
-export type { BootstrapOptions } from './lib/service/bootstrap';

@@ -2,7 +2,9 @@
  * Read side of a proposal's state: the spec 12.2 wire object, and what the resolver and the
  * sweeper should do next - so that services hold no protocol rules.
  */
-import { WIRE_SCHEMA_VERSION } from './contracts';
+import { PROPOSAL_EVENT_TYPES, WIRE_SCHEMA_VERSION } from './contracts';
+import type { ProposalStatus } from './contracts';
+import type { ProposalEvent } from './proposal.events';
 import { AcpError } from './errors';
 import type { ResolveProposal } from './proposal.commands';
 import { DEFAULT_DECIDER_CONFIG, DeciderConfig } from './proposal.decider';
@@ -72,4 +74,29 @@ export function expiryDueAt(state: ProposalState, config: DeciderConfig = DEFAUL
 /** For the sweeper's full sweep: should ExpireProposal be issued at `now`? */
 export function isExpiryDue(state: ProposalState, now: string, config: DeciderConfig = DEFAULT_DECIDER_CONFIG): boolean {
   return state.status === 'pending' && isExpired(state.proposal.expires_at, now, config.expiryGraceMs);
+}
+
+/**
+ * The status a proposal has once `event` is applied, knowing only its status before: for read
+ * models (lists, indexes) that keep the status of every proposal without their whole state.
+ * Agrees with `evolveProposal(...).status` on every log the decider produces.
+ */
+export function statusAfter(event: ProposalEvent, before: ProposalStatus | undefined): ProposalStatus {
+  switch (event.type) {
+    case PROPOSAL_EVENT_TYPES.ProposalSubmitted:
+    case PROPOSAL_EVENT_TYPES.ResponseRecorded:
+    case PROPOSAL_EVENT_TYPES.ChildOutcomeRecorded:
+      return before ?? 'pending';
+    case PROPOSAL_EVENT_TYPES.ProposalResolved:
+    case PROPOSAL_EVENT_TYPES.EscalationResolved:
+      return 'resolved';
+    case PROPOSAL_EVENT_TYPES.ProposalEscalated:
+      return 'escalated';
+    case PROPOSAL_EVENT_TYPES.ProposalExpired:
+      return 'expired';
+    default: {
+      const _exhaustive: never = event;
+      throw new AcpError('INTERNAL', `unknown proposal event ${(_exhaustive as { type?: unknown }).type}`);
+    }
+  }
 }

@@ -14,7 +14,7 @@ import { AcpError } from './errors';
 import { DEFAULT_DECIDER_CONFIG, decide } from './proposal.decider';
 import type { ProposalCommand } from './proposal.commands';
 import { handleProposalCommand } from './proposal.handler';
-import { pendingResolution, projectProposal } from './proposal.projection';
+import { pendingResolution, projectProposal, statusAfter } from './proposal.projection';
 import { ProposalState, evolveProposal, foldProposal, initialProposalState } from './proposal.state';
 import type { DecisionEvent, Proposal } from './wire-format';
 import type { ProposalEvent } from './proposal.events';
@@ -124,6 +124,16 @@ describe('invariants (property tests)', () => {
         expect(foldProposal(JSON.parse(JSON.stringify(first.events)))).toEqual(first.state);
         const second = run(all);
         expect(JSON.stringify(second.events)).toBe(JSON.stringify(first.events));
+      }),
+    );
+  });
+
+  it('4.1 the status an index derives from events alone agrees with the folded state', () => {
+    fc.assert(
+      fc.property(submitArb, fc.array(commandArb, { maxLength: 20 }), (s, cmds) => {
+        const { events, state } = run([submit(s), ...cmds]);
+        const status = events.reduce<ProposalState['status'] | undefined>((before, e) => statusAfter(e, before as never), undefined);
+        expect(status).toBe(state.status);
       }),
     );
   });

@@ -3,18 +3,23 @@ import { connect, NatsConnection } from 'nats';
 import { HealthController } from './health.controller';
 import { Readiness } from './readiness';
 import { ServiceConfig } from './service-config';
+import { eventLogProviders } from './event-log.provider';
+import { EVENT_LOG, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_NAME } from './tokens';
+import { runtimeProviders } from './runtime';
+import type { EventLog } from '@conclave/event-log';
 
-export const NATS_CONNECTION = Symbol('NATS_CONNECTION');
-export const SERVICE_CONFIG = Symbol('SERVICE_CONFIG');
-export const SERVICE_NAME = Symbol('SERVICE_NAME');
 
-/** Drains the shared NATS connection last, after the command server has drained. */
+/** Closes the event log, then drains the shared NATS connection, after the command server drained. */
 @Injectable()
 class NatsConnectionCloser implements OnApplicationShutdown {
   private readonly logger = new Logger('NATS');
-  constructor(@Inject(NATS_CONNECTION) private readonly nc: NatsConnection) {}
+  constructor(
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    @Inject(EVENT_LOG) private readonly log: EventLog,
+  ) {}
 
   async onApplicationShutdown(): Promise<void> {
+    await this.log.close().catch((err: Error) => this.logger.warn(`event log close failed: ${err.message}`));
     if (!this.nc.isClosed()) {
       await this.nc.drain().catch((err: Error) => this.logger.warn(`drain failed: ${err.message}`));
     }
@@ -22,8 +27,8 @@ class NatsConnectionCloser implements OnApplicationShutdown {
 }
 
 /**
- * What every service has: its validated config, one NATS connection, readiness and the
- * health/metrics endpoints.
+ * What every service has: its validated config, one NATS connection, the event log and its
+ * checkpoint store, a clock and an id generator, readiness and the health/metrics endpoints.
  */
 @Global()
 @Module({})
@@ -50,9 +55,18 @@ export class ServiceKitModule {
             return nc;
           },
         },
+        ...runtimeProviders,
+        ...eventLogProviders,
         NatsConnectionCloser,
       ],
-      exports: [SERVICE_NAME, SERVICE_CONFIG, NATS_CONNECTION, Readiness],
+      exports: [
+        SERVICE_NAME,
+        SERVICE_CONFIG,
+        NATS_CONNECTION,
+        Readiness,
+        ...runtimeProviders.map((p) => (p as { provide: symbol }).provide),
+        ...eventLogProviders.map((p) => (p as { provide: symbol }).provide),
+      ],
     };
   }
 }

@@ -1,8 +1,8 @@
 import { ConsoleLogger, INestApplication, LogLevel, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NatsConnection } from 'nats';
-import { PlainJsonNatsServer } from '../plain-json-nats.server';
-import { NATS_CONNECTION } from './service-kit.module';
+import { PlainJsonNatsServer } from '@conclave/messaging';
+import { NATS_CONNECTION } from './tokens';
 import { ServiceConfig } from './service-config';
 
 const LEVELS: Record<string, LogLevel[]> = {
@@ -46,7 +46,7 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
     await app.startAllMicroservices();
   }
   await app.listen(options.config.httpPort, options.config.httpHost);
-  if (options.config.authMode === 'off') {
+  if (options.commands && options.config.authMode === 'off') {
     logger.warn('AUTHENTICATION IS OFF (CONCLAVE_AUTH_MODE=off): any client can act as any participant. Local use only.');
   }
   logger.log(`${options.name} ready on ${await app.getUrl()}`);

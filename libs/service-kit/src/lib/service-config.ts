@@ -77,6 +77,19 @@ export class ServiceConfig {
   @IsIn(['text', 'json'])
   logFormat = 'text';
 
+  /** RFC 15.5: grace added to expires_at before a proposal expires (clock skew). */
+  @Expose({ name: 'CONCLAVE_EXPIRY_GRACE_MS' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  expiryGraceMs = 250;
+
+  /** RFC 10.1 item 3: JSON array of policy rules that escalate on submission (see docs). */
+  @Expose({ name: 'CONCLAVE_ESCALATION_POLICIES' })
+  @IsOptional()
+  @IsString()
+  escalationPoliciesJson?: string;
+
   @Expose({ name: 'CONCLAVE_AUTH_MODE' })
   @IsIn(['required', 'off'])
   authMode: 'required' | 'off' = 'required';

@@ -1,0 +1,14 @@
+import { Expose, Type } from 'class-transformer';
+import { IsInt, Min } from 'class-validator';
+import { ServiceConfig } from '@conclave/service-kit';
+
+export class SweeperConfig extends ServiceConfig {
+  /** RFC 8.3: the periodic full sweep, a safety net under the deadline timer. */
+  @Expose({ name: 'CONCLAVE_SWEEP_INTERVAL_MS' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(100)
+  sweepIntervalMs = 30_000;
+
+  override httpPort = 8083;
+}

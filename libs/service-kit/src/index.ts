@@ -1,0 +1,12 @@
+export { ServiceConfig } from './lib/service-config';
+export { ConfigError, loadConfig } from './lib/config';
+export { Readiness } from './lib/readiness';
+export { ServiceKitModule } from './lib/service-kit.module';
+export * from './lib/tokens';
+export { bootstrapService } from './lib/bootstrap';
+export type { BootstrapOptions } from './lib/bootstrap';
+export { createEventLog, eventLogProviders } from './lib/event-log.provider';
+export { ProposalStore } from './lib/proposal-store';
+export type { ProposalStoreOptions } from './lib/proposal-store';
+export { deciderConfigFrom, runtimeProviders, systemClock, ulidGenerator } from './lib/runtime';
+export type { Clock, IdGenerator } from './lib/runtime';

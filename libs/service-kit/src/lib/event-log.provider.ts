@@ -1,0 +1,34 @@
+import { Provider } from '@nestjs/common';
+import { EventLog, EventStoreDbEventLog, JetStreamEventLog, KvCheckpointStore, LogEvent } from '@conclave/event-log';
+import { NatsConnection } from 'nats';
+import { CHECKPOINTS, EVENT_LOG, NATS_CONNECTION, SERVICE_CONFIG } from './tokens';
+import { ServiceConfig } from './service-config';
+
+
+/** The event log the configuration names: EventStoreDB when EVENTSTORE_URL is set, else JetStream. */
+export async function createEventLog(config: ServiceConfig, nc: NatsConnection): Promise<EventLog<LogEvent>> {
+  if (config.eventStoreUrl) {
+    return EventStoreDbEventLog.connect(config.eventStoreUrl);
+  }
+  return JetStreamEventLog.create({
+    connection: nc,
+    streamName: config.eventStream,
+    subjectPrefix: config.eventSubjectPrefix,
+    replicas: config.logReplicas,
+  });
+}
+
+export const eventLogProviders: Provider[] = [
+  {
+    provide: EVENT_LOG,
+    inject: [SERVICE_CONFIG, NATS_CONNECTION],
+    useFactory: (config: ServiceConfig, nc: NatsConnection) => createEventLog(config, nc),
+  },
+  {
+    // Checkpoints live in a JetStream KV bucket whichever log is used: NATS is always there.
+    provide: CHECKPOINTS,
+    inject: [SERVICE_CONFIG, NATS_CONNECTION],
+    useFactory: (config: ServiceConfig, nc: NatsConnection) =>
+      KvCheckpointStore.create({ connection: nc, bucket: `${config.eventStream}_CHECKPOINTS`, replicas: config.logReplicas }),
+  },
+];
