@@ -10,3 +10,4 @@ export { ProposalStore } from './lib/proposal-store';
 export type { ProposalStoreOptions } from './lib/proposal-store';
 export { deciderConfigFrom, runtimeProviders, systemClock, ulidGenerator } from './lib/runtime';
 export type { Clock, IdGenerator } from './lib/runtime';
+export { CommandContext } from './lib/command-context';

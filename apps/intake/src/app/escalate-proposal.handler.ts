@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Proposal, PROPOSAL_COMMAND_TYPES, parseEscalateRequest, projectProposal } from '@conclave/acp-protocol';
-import { ProposalStore } from '@conclave/service-kit';
-import { CommandContext } from './command-context';
+import { CommandContext, ProposalStore } from '@conclave/service-kit';
 
 /** `acp.v1.escalate`: manual escalation by an authorized participant (RFC 10.1 item 2). */
 @Injectable()

@@ -1,6 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { ProposalStore, ServiceKitModule } from '@conclave/service-kit';
-import { CommandContext } from './command-context';
+import { CommandContext, ProposalStore, ServiceKitModule } from '@conclave/service-kit';
 import { EscalateProposalHandler } from './escalate-proposal.handler';
 import { IntakeConfig } from './intake.config';
 import { IntakeController } from './intake.controller';

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Proposal, PROPOSAL_COMMAND_TYPES, parseRespondRequest, projectProposal } from '@conclave/acp-protocol';
-import { ProposalStore } from '@conclave/service-kit';
-import { CommandContext } from './command-context';
+import { CommandContext, ProposalStore } from '@conclave/service-kit';
 
 /** `acp.v1.respond`: an endorsement or challenge (RFC 5); the weight is computed, never taken. */
 @Injectable()

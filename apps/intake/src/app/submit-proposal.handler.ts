@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Proposal, PROPOSAL_COMMAND_TYPES, parseProposeRequest, projectProposal } from '@conclave/acp-protocol';
-import { ProposalStore } from '@conclave/service-kit';
-import { CommandContext } from './command-context';
+import { CommandContext, ProposalStore } from '@conclave/service-kit';
 
 /** `acp.v1.propose`: validate, assign the id if absent, submit (RFC 3.1 Submit, 4.3, 14.4). */
 @Injectable()

@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { AcpError, CommandMetadata } from '@conclave/acp-protocol';
-import { CLOCK, Clock, IDS, IdGenerator, SERVICE_CONFIG, ServiceConfig } from '@conclave/service-kit';
+import type { Clock, IdGenerator } from './runtime';
+import { ServiceConfig } from './service-config';
+import { CLOCK, IDS, SERVICE_CONFIG } from './tokens';
 
 /**
  * Stamps what the edge owns on every command: a fresh command id, `now` from the clock, and the
