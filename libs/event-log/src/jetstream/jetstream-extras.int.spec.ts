@@ -1,0 +1,102 @@
+/** What the contract does not cover: JetStream specifics, the KV checkpoint store, the cache on NATS. */
+import { connect, type NatsConnection } from 'nats';
+import { ulid } from 'ulid';
+import { AggregateCache } from '../cache/aggregate-cache';
+import { EventLogConfigError, LogUnavailableError } from '../core/errors';
+import { describeCheckpointStore, type Seen } from '../testing/checkpoint-store.contract';
+import { Collector, type TestEvent } from '../testing/event-log.contract';
+import { NATS_URL, openTestLog } from '../testing/nats-test-log';
+import { JetStreamEventLog } from './jetstream-event-log';
+import { KvCheckpointStore } from './kv-checkpoint-store';
+
+const ev = (type = 'E'): TestEvent => ({ event_id: ulid(), type, data: {} });
+
+describe('JetStreamEventLog specifics', () => {
+  let t: Awaited<ReturnType<typeof openTestLog>>;
+  beforeAll(async () => {
+    t = await openTestLog({ readChainLimit: 3 });
+  });
+  afterAll(async () => {
+    await t.dispose();
+  });
+
+  it('reads by walking the commit chain, and by a filtered scan when an append used any or the chain is long', async () => {
+    const chained = `proposal-${ulid()}`;
+    let v = (await t.log.append(chained, [ev('A')], 'no_stream')).version;
+    v = (await t.log.append(chained, [ev('B'), ev('C')], v)).version;
+    expect((await t.log.read(chained)).events.map((e) => e.event.type)).toEqual(['A', 'B', 'C']);
+    // Longer than readChainLimit (3): scanned.
+    for (const type of ['D', 'E', 'F']) v = (await t.log.append(chained, [ev(type)], v)).version;
+    expect((await t.log.read(chained)).events.map((e) => e.event.type)).toEqual(['A', 'B', 'C', 'D', 'E', 'F']);
+    // 'any' breaks the chain: scanned too.
+    const loose = `proposal-${ulid()}`;
+    await t.log.append(loose, [ev('A')], 'any');
+    await t.log.append(loose, [ev('B')], 'any');
+    const r = await t.log.read(loose);
+    expect(r.events.map((e) => e.event.type)).toEqual(['A', 'B']);
+    expect(r.events.map((e) => e.endOfCommit)).toEqual([true, true]);
+  });
+
+  it('marks every event of a multi-event commit but the last as not the end of its commit', async () => {
+    const s = `proposal-${ulid()}`;
+    await t.log.append(s, [ev('A'), ev('B'), ev('C')], 'no_stream');
+    const r = await t.log.read(s);
+    expect(r.events.map((e) => e.endOfCommit)).toEqual([false, false, true]);
+    expect(new Set(r.events.map((e) => e.version)).size).toBe(1);
+  });
+
+  it('refuses a size limit the server cannot carry', async () => {
+    await expect(
+      JetStreamEventLog.create({ connection: t.connections[0], streamName: t.log.streamName, subjectPrefix: t.log.subjectPrefix, maxAppendBytes: 64 * 1024 * 1024 }),
+    ).rejects.toBeInstanceOf(EventLogConfigError);
+    await expect(
+      JetStreamEventLog.create({ connection: t.connections[0], streamName: t.log.streamName, subjectPrefix: 'elsewhere' }),
+    ).rejects.toBeInstanceOf(EventLogConfigError);
+  });
+
+  it('reports a closed connection as LogUnavailableError with the cause', async () => {
+    const nc = await connect({ servers: NATS_URL });
+    const log = await JetStreamEventLog.create<TestEvent>({ connection: nc, streamName: t.log.streamName, subjectPrefix: t.log.subjectPrefix });
+    await nc.close();
+    const err = await log.append(`proposal-${ulid()}`, [ev()], 'any').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LogUnavailableError);
+    expect((err as LogUnavailableError).cause).toBeDefined();
+    await expect(log.version(`proposal-${ulid()}`)).rejects.toBeInstanceOf(LogUnavailableError);
+  });
+
+  it('keeps an AggregateCache fresh across two processes', async () => {
+    type N = { n: number };
+    const opts = { categories: ['proposal'], initial: (): N => ({ n: 0 }), evolve: (s: N): N => ({ n: s.n + 1 }) };
+    const mine = new AggregateCache<N, TestEvent>(t.log, opts);
+    await mine.start();
+    const s = `proposal-${ulid()}`;
+    const loaded = await mine.load(s);
+    const appended = await mine.append(s, [ev(), ev()], loaded.version);
+    expect(await mine.load(s)).toMatchObject({ cached: true, version: appended.version, state: { n: 2 } });
+    // Another process appends: the feed brings it in; until then load() falls back, never stale.
+    const seen = new Collector();
+    const probe = t.log.subscribe(['proposal'], appended.position, seen.handler);
+    await t.other.append(s, [ev(), ev(), ev()], appended.version);
+    await seen.reached(3);
+    const after = await mine.load(s);
+    expect(after.state.n).toBe(5);
+    expect(after.version).toBe(await t.log.version(s));
+    await probe.stop();
+    await mine.stop();
+  });
+});
+
+describe('KvCheckpointStore', () => {
+  let nc: NatsConnection;
+  beforeAll(async () => {
+    nc = await connect({ servers: NATS_URL });
+  });
+  afterAll(async () => {
+    await nc.close();
+  });
+
+  describeCheckpointStore('KvCheckpointStore (NATS)', async () => {
+    const store = await KvCheckpointStore.create<Seen>({ connection: nc, bucket: `TEST_CKPT_${ulid()}` });
+    return { store, dispose: () => store.destroy() };
+  });
+});
