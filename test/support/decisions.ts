@@ -12,9 +12,10 @@ export class DecisionCollector {
   private readonly loop: Promise<void>;
 
   constructor(client: ConclaveClient, options: { domain?: string; durable?: string } = {}) {
-    this.iterator = client.decisions({ ...options, from: 'all' });
+    const iterator = client.decisions({ ...options, from: 'all' });
+    this.iterator = iterator;
     this.loop = (async () => {
-      for await (const d of this.iterator) {
+      for await (const d of iterator) {
         this.received.push(d);
         this.waiters = this.waiters.filter((w) => (w.test() ? (w.resolve(), false) : true));
       }
