@@ -3,6 +3,6 @@ module.exports = {
   displayName: 'e2e',
   preset: '../jest.preset.js',
   testMatch: ['<rootDir>/**/*.e2e.spec.ts'],
-  testTimeout: 60_000,
+  setupFilesAfterEnv: ['<rootDir>/support/jest-setup.ts'],
   coverageDirectory: '../coverage/test',
 };

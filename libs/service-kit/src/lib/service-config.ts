@@ -1,3 +1,4 @@
+import 'reflect-metadata';
 import { Expose, Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
 
