@@ -1,0 +1,3 @@
+import baseConfig, { pureLibraryRules } from '../../eslint.config.mjs';
+
+export default [...baseConfig, pureLibraryRules];

@@ -1,0 +1,65 @@
+// Public surface of @conclave/registry-protocol: the participant registry, authorization rules,
+// what is signed, and the audit hash chain. Pure: no I/O, no clock, no crypto (inputs instead).
+
+export {
+  ACTIONS,
+  AUTH_HEADERS,
+  CLASSIFICATION_LEVELS,
+  DEFAULT_CLEARANCE,
+  PARTICIPANT_STREAM_CATEGORY,
+  REGISTRY_COMMAND_TYPES,
+  REGISTRY_EVENT_SCHEMA_VERSION,
+  REGISTRY_EVENT_TYPES,
+  ROLES,
+  isParticipantId,
+  participantStream,
+} from './lib/contracts';
+export type { Action, ClassificationLevel, RegistryCommandType, RegistryEventType, Role } from './lib/contracts';
+export { canonicalJson } from './lib/canonical-json';
+export type {
+  DeactivateParticipant,
+  GrantDomain,
+  RegisterParticipant,
+  RegistryCommand,
+  RevokeGrant,
+  RevokeKey,
+  RotateKey,
+  UpdateParticipant,
+} from './lib/participant.commands';
+export type {
+  DomainGrantRevoked,
+  DomainGranted,
+  KeyRevoked,
+  KeyRotated,
+  ParticipantDeactivated,
+  ParticipantRegistered,
+  ParticipantUpdated,
+  RegistryEvent,
+} from './lib/participant.events';
+export { evolveParticipant, foldParticipant, initialParticipantState } from './lib/participant.state';
+export type {
+  ActiveParticipant,
+  DeactivatedParticipant,
+  DomainGrant,
+  KeyStatus,
+  ParticipantKey,
+  ParticipantRecord,
+  ParticipantState,
+  UnregisteredParticipant,
+} from './lib/participant.state';
+export {
+  decideDeactivateParticipant,
+  decideGrantDomain,
+  decideRegisterParticipant,
+  decideRegistry,
+  decideRevokeGrant,
+  decideRevokeKey,
+  decideRotateKey,
+  decideUpdateParticipant,
+  isPublicKey,
+} from './lib/participant.decider';
+export { activeKeys, authorize, clears, grantFor, hasRole, isClassificationLevel, requireRole } from './lib/authorization';
+export { SIGNATURE_SCHEME, checkFreshness, isNonce, signingInput } from './lib/signing';
+export type { Freshness, SignedFields } from './lib/signing';
+export { GENESIS_HASH, chainEntry, entryHash, verifyChain } from './lib/audit-chain';
+export type { AuditEntry, AuditEntryContent, ChainBreak, HashFunction, VerifyOptions, VerifyResult } from './lib/audit-chain';

@@ -1,0 +1,67 @@
+/**
+ * Commands on the participant registry (imperative names). The edge stamps `command_id`, `now`
+ * and the authenticated `actor` (an administrator, or the bootstrap), as for proposals.
+ */
+import type { CommandMetadata } from '@conclave/acp-protocol';
+import { REGISTRY_COMMAND_TYPES } from './contracts';
+import type { Action, ClassificationLevel, Role } from './contracts';
+
+export interface RegisterParticipant extends CommandMetadata {
+  type: typeof REGISTRY_COMMAND_TYPES.RegisterParticipant;
+  data: {
+    participant_id: string;
+    roles: Role[];
+    /** Ed25519 public key: the raw 32 bytes, base64url (the `x` of an OKP JWK). */
+    public_key: string;
+    clearance?: ClassificationLevel;
+    display_name?: string;
+  };
+}
+
+export interface UpdateParticipant extends CommandMetadata {
+  type: typeof REGISTRY_COMMAND_TYPES.UpdateParticipant;
+  data: { participant_id: string; roles?: Role[]; clearance?: ClassificationLevel; display_name?: string };
+}
+
+/** Adds a new key; every key active until now is retired at once (no overlap, see docs/security.md). */
+export interface RotateKey extends CommandMetadata {
+  type: typeof REGISTRY_COMMAND_TYPES.RotateKey;
+  data: { participant_id: string; public_key: string };
+}
+
+export interface RevokeKey extends CommandMetadata {
+  type: typeof REGISTRY_COMMAND_TYPES.RevokeKey;
+  data: { participant_id: string; key_id: string; reason?: string };
+}
+
+/** Grants (or replaces the grant on) one domain and its subtree, with the factors used there. */
+export interface GrantDomain extends CommandMetadata {
+  type: typeof REGISTRY_COMMAND_TYPES.GrantDomain;
+  data: {
+    participant_id: string;
+    domain: string;
+    /** Default: all of ACTIONS. */
+    actions?: Action[];
+    domain_authority: number;
+    trust_score: number;
+  };
+}
+
+export interface RevokeGrant extends CommandMetadata {
+  type: typeof REGISTRY_COMMAND_TYPES.RevokeGrant;
+  data: { participant_id: string; domain: string };
+}
+
+export interface DeactivateParticipant extends CommandMetadata {
+  type: typeof REGISTRY_COMMAND_TYPES.DeactivateParticipant;
+  data: { participant_id: string; reason?: string };
+}
+
+export type RegistryCommand =
+  | RegisterParticipant
+  | UpdateParticipant
+  | RotateKey
+  | RevokeKey
+  | GrantDomain
+  | RevokeGrant
+  | DeactivateParticipant;

@@ -1,0 +1,222 @@
+/**
+ * The registry decider: one small function per command, gathered by `decideRegistry`, whose
+ * switch ends in an exhaustiveness check. Events derive their ids from the command id, so a
+ * redelivered command appends nothing new.
+ */
+import { AcpError, assertUlid, deriveEventId, isDomain, isUtcTimestamp } from '@conclave/acp-protocol';
+import type { CommandMetadata } from '@conclave/acp-protocol';
+import {
+  ACTIONS,
+  CLASSIFICATION_LEVELS,
+  DEFAULT_CLEARANCE,
+  REGISTRY_COMMAND_TYPES,
+  REGISTRY_EVENT_SCHEMA_VERSION,
+  REGISTRY_EVENT_TYPES,
+  ROLES,
+  isParticipantId,
+} from './contracts';
+import type { Action, ClassificationLevel, Role } from './contracts';
+import type {
+  DeactivateParticipant,
+  GrantDomain,
+  RegisterParticipant,
+  RegistryCommand,
+  RevokeGrant,
+  RevokeKey,
+  RotateKey,
+  UpdateParticipant,
+} from './participant.commands';
+import type { RegistryEvent } from './participant.events';
+import type { ActiveParticipant, ParticipantState } from './participant.state';
+
+/** Ed25519 raw public keys are 32 bytes: 43 base64url characters without padding. */
+const PUBLIC_KEY = /^[A-Za-z0-9_-]{43}$/;
+
+export function isPublicKey(value: unknown): value is string {
+  return typeof value === 'string' && PUBLIC_KEY.test(value);
+}
+
+type Draft = { type: RegistryEvent['type']; data: unknown };
+
+function emit(command: CommandMetadata, participantId: string, drafts: Draft[]): RegistryEvent[] {
+  return drafts.map(
+    (d, i) =>
+      ({
+        event_id: deriveEventId(command.command_id, i + 1),
+        type: d.type,
+        schema_version: REGISTRY_EVENT_SCHEMA_VERSION,
+        occurred_at: command.now,
+        actor: command.actor,
+        causation_id: command.command_id,
+        correlation_id: command.correlation_id ?? participantId,
+        data: d.data,
+      }) as RegistryEvent,
+  );
+}
+
+function checkMetadata(command: CommandMetadata): void {
+  assertUlid(command.command_id, 'command_id');
+  if (!isUtcTimestamp(command.now)) throw new AcpError('SCHEMA_VIOLATION', 'now must be an ISO 8601 UTC timestamp', 'now');
+  if (typeof command.actor !== 'string' || command.actor.length === 0) throw new AcpError('SCHEMA_VIOLATION', 'actor is required', 'actor');
+}
+
+function checkRoles(roles: unknown): Role[] {
+  if (!Array.isArray(roles) || roles.length === 0 || !roles.every((r) => (ROLES as readonly unknown[]).includes(r))) {
+    throw new AcpError('SCHEMA_VIOLATION', `roles must be a non-empty list of ${ROLES.join(', ')}`, 'roles');
+  }
+  return [...new Set(roles as Role[])];
+}
+
+function checkClearance(level: unknown): ClassificationLevel {
+  if (!(CLASSIFICATION_LEVELS as readonly unknown[]).includes(level)) {
+    throw new AcpError('SCHEMA_VIOLATION', `clearance must be one of ${CLASSIFICATION_LEVELS.join(', ')}`, 'clearance');
+  }
+  return level as ClassificationLevel;
+}
+
+function checkPublicKey(key: unknown): string {
+  if (!isPublicKey(key)) {
+    throw new AcpError('SCHEMA_VIOLATION', 'public_key must be an Ed25519 public key: 32 bytes, base64url without padding', 'public_key');
+  }
+  return key;
+}
+
+function checkFactor(value: unknown, field: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1) {
+    throw new AcpError('SCHEMA_VIOLATION', `${field} must be a number in [0, 1]`, field);
+  }
+  return value;
+}
+
+function requireActive(state: ParticipantState, participantId: string): ActiveParticipant {
+  if (state.status === 'unregistered') {
+    throw new AcpError('SCHEMA_VIOLATION', `participant ${participantId} is not registered`, 'participant_id');
+  }
+  if (state.status === 'deactivated') {
+    throw new AcpError('CONFLICT', `participant ${participantId} is deactivated`, 'participant_id');
+  }
+  return state;
+}
+
+function nextKeyId(state: ActiveParticipant): string {
+  return `k${state.participant.keys.length + 1}`;
+}
+
+export function decideRegisterParticipant(command: RegisterParticipant, state: ParticipantState): RegistryEvent[] {
+  checkMetadata(command);
+  const d = command.data;
+  if (!isParticipantId(d.participant_id)) {
+    throw new AcpError('SCHEMA_VIOLATION', 'participant_id must be 1 to 60 characters of letters, digits and _ - . : @', 'participant_id');
+  }
+  if (state.status !== 'unregistered') {
+    throw new AcpError('CONFLICT', `participant ${d.participant_id} is already registered`, 'participant_id');
+  }
+  const data = {
+    participant_id: d.participant_id,
+    roles: checkRoles(d.roles),
+    clearance: d.clearance === undefined ? DEFAULT_CLEARANCE : checkClearance(d.clearance),
+    display_name: d.display_name ?? null,
+    key: { key_id: 'k1', public_key: checkPublicKey(d.public_key) },
+  };
+  return emit(command, d.participant_id, [{ type: REGISTRY_EVENT_TYPES.ParticipantRegistered, data }]);
+}
+
+export function decideUpdateParticipant(command: UpdateParticipant, state: ParticipantState): RegistryEvent[] {
+  checkMetadata(command);
+  const d = command.data;
+  requireActive(state, d.participant_id);
+  const data: Record<string, unknown> = { participant_id: d.participant_id };
+  if (d.roles !== undefined) data['roles'] = checkRoles(d.roles);
+  if (d.clearance !== undefined) data['clearance'] = checkClearance(d.clearance);
+  if (d.display_name !== undefined) data['display_name'] = d.display_name;
+  if (Object.keys(data).length === 1) throw new AcpError('SCHEMA_VIOLATION', 'nothing to update: give roles, clearance or display_name');
+  return emit(command, d.participant_id, [{ type: REGISTRY_EVENT_TYPES.ParticipantUpdated, data }]);
+}
+
+export function decideRotateKey(command: RotateKey, state: ParticipantState): RegistryEvent[] {
+  checkMetadata(command);
+  const d = command.data;
+  const s = requireActive(state, d.participant_id);
+  const publicKey = checkPublicKey(d.public_key);
+  if (s.participant.keys.some((k) => k.public_key === publicKey)) {
+    throw new AcpError('CONFLICT', 'this public key was already used by the participant; generate a new one', 'public_key');
+  }
+  const retired = s.participant.keys.filter((k) => k.status === 'active').map((k) => k.key_id);
+  return emit(command, d.participant_id, [
+    { type: REGISTRY_EVENT_TYPES.KeyRotated, data: { participant_id: d.participant_id, key: { key_id: nextKeyId(s), public_key: publicKey }, retired_key_ids: retired } },
+  ]);
+}
+
+export function decideRevokeKey(command: RevokeKey, state: ParticipantState): RegistryEvent[] {
+  checkMetadata(command);
+  const d = command.data;
+  const s = requireActive(state, d.participant_id);
+  const key = s.participant.keys.find((k) => k.key_id === d.key_id);
+  if (!key) throw new AcpError('SCHEMA_VIOLATION', `participant ${d.participant_id} has no key ${d.key_id}`, 'key_id');
+  if (key.status === 'revoked') return [];
+  return emit(command, d.participant_id, [
+    { type: REGISTRY_EVENT_TYPES.KeyRevoked, data: { participant_id: d.participant_id, key_id: d.key_id, reason: d.reason ?? null } },
+  ]);
+}
+
+export function decideGrantDomain(command: GrantDomain, state: ParticipantState): RegistryEvent[] {
+  checkMetadata(command);
+  const d = command.data;
+  requireActive(state, d.participant_id);
+  if (!isDomain(d.domain)) throw new AcpError('SCHEMA_VIOLATION', "domain must be segments of [A-Za-z0-9_-] joined by '.'", 'domain');
+  const actions = d.actions ?? [...ACTIONS];
+  if (!Array.isArray(actions) || actions.length === 0 || !actions.every((a) => (ACTIONS as readonly unknown[]).includes(a))) {
+    throw new AcpError('SCHEMA_VIOLATION', `actions must be a non-empty list of ${ACTIONS.join(', ')}`, 'actions');
+  }
+  const data = {
+    participant_id: d.participant_id,
+    domain: d.domain,
+    actions: ACTIONS.filter((a) => (actions as Action[]).includes(a)),
+    domain_authority: checkFactor(d.domain_authority, 'domain_authority'),
+    trust_score: checkFactor(d.trust_score, 'trust_score'),
+  };
+  return emit(command, d.participant_id, [{ type: REGISTRY_EVENT_TYPES.DomainGranted, data }]);
+}
+
+export function decideRevokeGrant(command: RevokeGrant, state: ParticipantState): RegistryEvent[] {
+  checkMetadata(command);
+  const d = command.data;
+  const s = requireActive(state, d.participant_id);
+  if (!s.participant.grants[d.domain]) {
+    throw new AcpError('SCHEMA_VIOLATION', `participant ${d.participant_id} has no grant on ${d.domain} itself (grants are revoked where they were given)`, 'domain');
+  }
+  return emit(command, d.participant_id, [{ type: REGISTRY_EVENT_TYPES.DomainGrantRevoked, data: { participant_id: d.participant_id, domain: d.domain } }]);
+}
+
+export function decideDeactivateParticipant(command: DeactivateParticipant, state: ParticipantState): RegistryEvent[] {
+  checkMetadata(command);
+  const d = command.data;
+  if (state.status === 'deactivated') return [];
+  requireActive(state, d.participant_id);
+  return emit(command, d.participant_id, [
+    { type: REGISTRY_EVENT_TYPES.ParticipantDeactivated, data: { participant_id: d.participant_id, reason: d.reason ?? null } },
+  ]);
+}
+
+export function decideRegistry(command: RegistryCommand, state: ParticipantState): RegistryEvent[] {
+  switch (command.type) {
+    case REGISTRY_COMMAND_TYPES.RegisterParticipant:
+      return decideRegisterParticipant(command, state);
+    case REGISTRY_COMMAND_TYPES.UpdateParticipant:
+      return decideUpdateParticipant(command, state);
+    case REGISTRY_COMMAND_TYPES.RotateKey:
+      return decideRotateKey(command, state);
+    case REGISTRY_COMMAND_TYPES.RevokeKey:
+      return decideRevokeKey(command, state);
+    case REGISTRY_COMMAND_TYPES.GrantDomain:
+      return decideGrantDomain(command, state);
+    case REGISTRY_COMMAND_TYPES.RevokeGrant:
+      return decideRevokeGrant(command, state);
+    case REGISTRY_COMMAND_TYPES.DeactivateParticipant:
+      return decideDeactivateParticipant(command, state);
+    default: {
+      const _exhaustive: never = command;
+      throw new AcpError('SCHEMA_VIOLATION', `unknown registry command ${(_exhaustive as { type: string }).type}`);
+    }
+  }
+}
