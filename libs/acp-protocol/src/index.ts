@@ -11,6 +11,8 @@ export {
   ESCALATION_REASONS,
   EVENT_SCHEMA_VERSION,
   HUMAN_OUTCOMES,
+  LADDER_ACTIONS,
+  LADDER_DEFAULT_OUTCOMES,
   OUTCOMES,
   PROPOSAL_COMMAND_TYPES,
   PROPOSAL_EVENT_TYPES,
@@ -26,6 +28,8 @@ export type {
   EntryType,
   EscalationReason,
   HumanOutcome,
+  LadderAction,
+  LadderDefaultOutcome,
   Outcome,
   ProposalCommandType,
   ProposalEventType,
@@ -46,6 +50,7 @@ export type {
   EscalateRequest,
   EscalationMetadata,
   GetRequest,
+  HumanSignOffRecord,
   JsonObject,
   ListRequest,
   Proposal,
@@ -106,10 +111,17 @@ export type { ParentOutcomeDecision } from './lib/domain-scoped-resolution';
 // human escalation (spec 10)
 export { conditionHolds, matchEscalationPolicy, parseEscalationPolicies } from './lib/human-escalation';
 export type { EscalationPolicyRule, PolicyCondition } from './lib/human-escalation';
+export { dueLadderSteps, ladderStepDueAt, parseEscalationRoutes, routeFor, routingFor } from './lib/escalation-ladder';
+export type { EscalationRoute, EscalationRouting, LadderStep } from './lib/escalation-ladder';
+export { parseSignOffRule, signOffDecision } from './lib/human-sign-off';
+export type { HumanSignOff, SignOffDecision, SignOffRule } from './lib/human-sign-off';
+export { canonicalJson } from './lib/canonical-json';
 
 // the decider
 export type {
+  AdvanceEscalationLadder,
   CommandMetadata,
+  RouteEscalation,
   EscalateProposal,
   ExpireProposal,
   ProposalCommand,
@@ -119,9 +131,15 @@ export type {
   ResolveProposal,
   SubmitProposal,
 } from './lib/proposal.commands';
-export { isTerminalEvent } from './lib/proposal.events';
+export { isEscalationDeskEvent, isTerminalEvent } from './lib/proposal.events';
 export type {
   ChildOutcomeRecorded,
+  EscalationDefaulted,
+  EscalationLadderEvent,
+  EscalationReassigned,
+  EscalationReminded,
+  EscalationRouted,
+  EscalationSignedOff,
   EscalationResolved,
   EventEnvelope,
   ProposalEscalated,
@@ -135,6 +153,7 @@ export type {
 export { evolveProposal, foldProposal, initialProposalState } from './lib/proposal.state';
 export type {
   EscalatedProposal,
+  EscalationDesk,
   ExpiredProposal,
   InitialProposal,
   PendingProposal,
@@ -147,6 +166,8 @@ export type {
 export {
   DEFAULT_DECIDER_CONFIG,
   decide,
+  decideAdvanceEscalationLadder,
+  decideRouteEscalation,
   decideEscalateProposal,
   decideExpireProposal,
   decideRecordChildOutcome,

@@ -52,6 +52,12 @@ export const PROPOSAL_EVENT_TYPES = {
   ProposalExpired: 'ProposalExpired',
   EscalationResolved: 'EscalationResolved',
   ChildOutcomeRecorded: 'ChildOutcomeRecorded',
+  // Human escalation desk (spec 10.3, 10.4): routing, ladder steps, M-of-N sign-off.
+  EscalationRouted: 'EscalationRouted',
+  EscalationReminded: 'EscalationReminded',
+  EscalationReassigned: 'EscalationReassigned',
+  EscalationSignedOff: 'EscalationSignedOff',
+  EscalationDefaulted: 'EscalationDefaulted',
 } as const;
 export type ProposalEventType = (typeof PROPOSAL_EVENT_TYPES)[keyof typeof PROPOSAL_EVENT_TYPES];
 
@@ -64,6 +70,8 @@ export const PROPOSAL_COMMAND_TYPES = {
   EscalateProposal: 'EscalateProposal',
   ResolveEscalation: 'ResolveEscalation',
   RecordChildOutcome: 'RecordChildOutcome',
+  RouteEscalation: 'RouteEscalation',
+  AdvanceEscalationLadder: 'AdvanceEscalationLadder',
 } as const;
 export type ProposalCommandType = (typeof PROPOSAL_COMMAND_TYPES)[keyof typeof PROPOSAL_COMMAND_TYPES];
 
@@ -77,3 +85,11 @@ export function proposalStream(proposalId: string): string {
 
 /** Decision event `event_type` (B.2). */
 export const DECISION_EVENT_TYPE = 'decision' as const;
+
+/** Escalation ladder step actions (issue 5): remind, hand to a fallback assignee, default outcome. */
+export const LADDER_ACTIONS = ['remind', 'reassign', 'default'] as const;
+export type LadderAction = (typeof LADDER_ACTIONS)[number];
+
+/** What a ladder's last step may decide when no human answered: an outcome, or expiry. */
+export const LADDER_DEFAULT_OUTCOMES = ['approved', 'rejected', 'expired'] as const;
+export type LadderDefaultOutcome = (typeof LADDER_DEFAULT_OUTCOMES)[number];

@@ -66,5 +66,8 @@ function buildDecisionEvent(event: TerminalProposalEvent, p: ProposalDetails, op
   if (r.resolved_by !== undefined) decision.resolved_by = r.resolved_by;
   if (r.note !== undefined) decision.note = r.note;
   if (r.auto_resolved) decision.auto_resolved = true;
+  if (r.sign_offs) decision.sign_offs = r.sign_offs.map((s) => ({ ...s }));
+  if (r.vetoed) decision.vetoed = true;
+  if (r.ladder_default) decision.ladder_default = true;
   return decision;
 }

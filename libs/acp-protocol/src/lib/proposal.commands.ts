@@ -6,6 +6,7 @@
 import { PROPOSAL_COMMAND_TYPES } from './contracts';
 import type { EntryType, HumanOutcome, ResponseType } from './contracts';
 import type { ChildOutcome, JsonObject, QuorumPolicySpec } from './wire-format';
+import type { EscalationRouting } from './escalation-ladder';
 
 export interface CommandMetadata {
   /** ULID generated at the edge; the events' ids derive from it. */
@@ -72,10 +73,36 @@ export interface EscalateProposal extends CommandMetadata {
   data: { proposal_id: string; reason: string; requested_by: string };
 }
 
-/** Human resolution of an escalated proposal (10.2). */
+/**
+ * Human resolution of an escalated proposal (10.2). `escalation_id` (the ProposalEscalated event
+ * id) and `payload_hash` bind it to the exact escalation the human answered: a mismatch is refused.
+ * Under an M-of-N sign-off route it records one human's sign-off, and resolves once M agree.
+ */
 export interface ResolveEscalation extends CommandMetadata {
   type: typeof PROPOSAL_COMMAND_TYPES.ResolveEscalation;
-  data: { proposal_id: string; outcome: HumanOutcome; resolved_by: string; note: string | null };
+  data: {
+    proposal_id: string;
+    outcome: HumanOutcome;
+    resolved_by: string;
+    note: string | null;
+    escalation_id?: string;
+    payload_hash?: string;
+  };
+}
+
+/**
+ * The escalation desk takes an escalation: records its routing (assignees, ladder, sign-off) and
+ * the payload hash a human resolution must match. Issued by the escalation service; idempotent.
+ */
+export interface RouteEscalation extends CommandMetadata {
+  type: typeof PROPOSAL_COMMAND_TYPES.RouteEscalation;
+  data: { proposal_id: string; escalation_id: string; payload_hash: string; routing: EscalationRouting };
+}
+
+/** The escalation service's ladder timer: take every ladder step due at `now`. */
+export interface AdvanceEscalationLadder extends CommandMetadata {
+  type: typeof PROPOSAL_COMMAND_TYPES.AdvanceEscalationLadder;
+  data: { proposal_id: string; escalation_id?: string };
 }
 
 /** Appended to a parent's stream by the resolver when a child reaches a final outcome (9.3). */
@@ -91,4 +118,6 @@ export type ProposalCommand =
   | ExpireProposal
   | EscalateProposal
   | ResolveEscalation
-  | RecordChildOutcome;
+  | RecordChildOutcome
+  | RouteEscalation
+  | AdvanceEscalationLadder;

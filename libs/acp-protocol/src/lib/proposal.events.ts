@@ -6,6 +6,8 @@
 import { EVENT_SCHEMA_VERSION, PROPOSAL_EVENT_TYPES } from './contracts';
 import type { ChildOutcome, EscalationMetadata, Resolution, Response } from './wire-format';
 import type { ProposalDetails } from './proposal.state';
+import type { EscalationRouting } from './escalation-ladder';
+import type { HumanSignOff } from './human-sign-off';
 
 export interface EventEnvelope<T extends string, D> {
   /** Derived from the command id: deriveEventId(causation_id, k). */
@@ -55,6 +57,36 @@ export type ChildOutcomeRecorded = EventEnvelope<
   { proposal_id: string; child_proposal_id: string; outcome: ChildOutcome }
 >;
 
+/** The escalation desk took the escalation `escalation_id` (the ProposalEscalated event id). */
+export type EscalationRouted = EventEnvelope<
+  typeof PROPOSAL_EVENT_TYPES.EscalationRouted,
+  { proposal_id: string; escalation_id: string; payload_hash: string; routing: EscalationRouting }
+>;
+
+/** Ladder step `step` (from 0): the assignees were reminded. */
+export type EscalationReminded = EventEnvelope<
+  typeof PROPOSAL_EVENT_TYPES.EscalationReminded,
+  { proposal_id: string; escalation_id: string; step: number; due_at: string; assignees: string[] }
+>;
+
+/** Ladder step `step`: the escalation passed to a fallback assignee. */
+export type EscalationReassigned = EventEnvelope<
+  typeof PROPOSAL_EVENT_TYPES.EscalationReassigned,
+  { proposal_id: string; escalation_id: string; step: number; due_at: string; from: string[]; to: string[] }
+>;
+
+/** One human's sign-off under an M-of-N route; the tally after it. */
+export type EscalationSignedOff = EventEnvelope<
+  typeof PROPOSAL_EVENT_TYPES.EscalationSignedOff,
+  { proposal_id: string; escalation_id: string; sign_off: HumanSignOff; approvals: number; rejections: number; required: number }
+>;
+
+/** The ladder's last step: no human resolved in time, the default outcome (or expiry) applies. */
+export type EscalationDefaulted = EventEnvelope<
+  typeof PROPOSAL_EVENT_TYPES.EscalationDefaulted,
+  { proposal_id: string; escalation_id: string; step: number; resolution: Resolution }
+>;
+
 export type ProposalEvent =
   | ProposalSubmitted
   | ResponseRecorded
@@ -62,16 +94,38 @@ export type ProposalEvent =
   | ProposalEscalated
   | ProposalExpired
   | EscalationResolved
-  | ChildOutcomeRecorded;
+  | ChildOutcomeRecorded
+  | EscalationRouted
+  | EscalationReminded
+  | EscalationReassigned
+  | EscalationSignedOff
+  | EscalationDefaulted;
+
+/** The escalation desk's ladder steps (each is also a notification on `<prefix>.v1.escalations.<domain>`). */
+export type EscalationLadderEvent = EscalationReminded | EscalationReassigned | EscalationDefaulted;
 
 /** The events after which a decision event is published (spec 11.1, DESIGN section 3). */
-export type TerminalProposalEvent = ProposalResolved | ProposalEscalated | ProposalExpired | EscalationResolved;
+export type TerminalProposalEvent = ProposalResolved | ProposalEscalated | ProposalExpired | EscalationResolved | EscalationDefaulted;
 
 export function isTerminalEvent(event: ProposalEvent): event is TerminalProposalEvent {
   return (
     event.type === PROPOSAL_EVENT_TYPES.ProposalResolved ||
     event.type === PROPOSAL_EVENT_TYPES.ProposalEscalated ||
     event.type === PROPOSAL_EVENT_TYPES.ProposalExpired ||
-    event.type === PROPOSAL_EVENT_TYPES.EscalationResolved
+    event.type === PROPOSAL_EVENT_TYPES.EscalationResolved ||
+    event.type === PROPOSAL_EVENT_TYPES.EscalationDefaulted
+  );
+}
+
+/** Events of the escalation desk (routing, ladder, sign-off), for the escalation service's projections. */
+export function isEscalationDeskEvent(
+  event: ProposalEvent,
+): event is EscalationRouted | EscalationReminded | EscalationReassigned | EscalationSignedOff | EscalationDefaulted {
+  return (
+    event.type === PROPOSAL_EVENT_TYPES.EscalationRouted ||
+    event.type === PROPOSAL_EVENT_TYPES.EscalationReminded ||
+    event.type === PROPOSAL_EVENT_TYPES.EscalationReassigned ||
+    event.type === PROPOSAL_EVENT_TYPES.EscalationSignedOff ||
+    event.type === PROPOSAL_EVENT_TYPES.EscalationDefaulted
   );
 }

@@ -92,6 +92,13 @@ export function statusAfter(event: ProposalEvent, before: ProposalStatus | undef
       return 'resolved';
     case PROPOSAL_EVENT_TYPES.ProposalEscalated:
       return 'escalated';
+    case PROPOSAL_EVENT_TYPES.EscalationRouted:
+    case PROPOSAL_EVENT_TYPES.EscalationReminded:
+    case PROPOSAL_EVENT_TYPES.EscalationReassigned:
+    case PROPOSAL_EVENT_TYPES.EscalationSignedOff:
+      return before ?? 'escalated';
+    case PROPOSAL_EVENT_TYPES.EscalationDefaulted:
+      return event.data.resolution.outcome === 'expired' ? 'expired' : 'resolved';
     case PROPOSAL_EVENT_TYPES.ProposalExpired:
       return 'expired';
     default: {

@@ -10,6 +10,8 @@ import type { ExactDecimal } from './exact-decimal';
 import type { ProposalEvent } from './proposal.events';
 import { EMPTY_TALLY, VoteTally, addVote, computeWeight } from './weighted-voting';
 import type { ChildOutcome, EscalationMetadata, JsonObject, QuorumPolicySpec, Resolution, Response } from './wire-format';
+import type { EscalationRouting } from './escalation-ladder';
+import type { HumanSignOff } from './human-sign-off';
 
 /** What a proposal is, fixed at submission (1.4 #3: proposals are immutable). */
 export interface ProposalDetails {
@@ -62,6 +64,23 @@ export interface EscalatedProposal extends Submitted {
   status: 'escalated';
   resolution: Resolution;
   escalation: EscalationMetadata;
+  /** The escalation desk's view of this escalation (routing, ladder position, sign-offs). */
+  desk: EscalationDesk;
+}
+
+/** What the escalation desk has recorded about the open escalation. */
+export interface EscalationDesk {
+  /** The ProposalEscalated event id: a human resolution names it to answer this escalation. */
+  escalationId: string;
+  /** The payload hash a resolution must match: the proposal's, or the one bound at routing. */
+  payloadHash: string | null;
+  /** null until the desk took it (EscalationRouted). */
+  routing: EscalationRouting | null;
+  /** Who is responsible now (10.3); changes on a reassign ladder step. */
+  assignees: readonly string[];
+  /** Index of the next ladder step. */
+  nextStep: number;
+  signOffs: readonly HumanSignOff[];
 }
 export interface ExpiredProposal extends Submitted {
   status: 'expired';
@@ -86,6 +105,11 @@ function submittedOf(state: ProposalState, event: ProposalEvent): Submitted {
 
 function pendingOf(state: ProposalState, event: ProposalEvent): PendingProposal {
   if (state.status !== 'pending') throw cannotApply(event, state);
+  return state;
+}
+
+function escalatedOf(state: ProposalState, event: ProposalEvent & { data: { escalation_id: string } }): EscalatedProposal {
+  if (state.status !== 'escalated' || state.desk.escalationId !== event.data.escalation_id) throw cannotApply(event, state);
   return state;
 }
 
@@ -120,14 +144,46 @@ export function evolveProposal(state: ProposalState, event: ProposalEvent): Prop
     case PROPOSAL_EVENT_TYPES.ProposalResolved:
       pendingOf(state, event);
       return { ...submittedOf(state, event), status: 'resolved', resolution: event.data.resolution, escalation: null };
-    case PROPOSAL_EVENT_TYPES.ProposalEscalated:
-      pendingOf(state, event);
+    case PROPOSAL_EVENT_TYPES.ProposalEscalated: {
+      const s = pendingOf(state, event);
       return {
         ...submittedOf(state, event),
         status: 'escalated',
         resolution: event.data.resolution,
         escalation: event.data.escalation,
+        desk: {
+          escalationId: event.event_id,
+          payloadHash: s.proposal.payload_hash,
+          routing: null,
+          assignees: event.data.escalation.assigned_to ? [event.data.escalation.assigned_to] : [],
+          nextStep: 0,
+          signOffs: [],
+        },
       };
+    }
+    case PROPOSAL_EVENT_TYPES.EscalationRouted: {
+      const s = escalatedOf(state, event);
+      const { routing, payload_hash } = event.data;
+      return { ...s, desk: { ...s.desk, routing, payloadHash: payload_hash, assignees: routing.assignees } };
+    }
+    case PROPOSAL_EVENT_TYPES.EscalationReminded: {
+      const s = escalatedOf(state, event);
+      return { ...s, desk: { ...s.desk, nextStep: event.data.step + 1 } };
+    }
+    case PROPOSAL_EVENT_TYPES.EscalationReassigned: {
+      const s = escalatedOf(state, event);
+      return { ...s, desk: { ...s.desk, nextStep: event.data.step + 1, assignees: event.data.to } };
+    }
+    case PROPOSAL_EVENT_TYPES.EscalationSignedOff: {
+      const s = escalatedOf(state, event);
+      return { ...s, desk: { ...s.desk, signOffs: [...s.desk.signOffs, event.data.sign_off] } };
+    }
+    case PROPOSAL_EVENT_TYPES.EscalationDefaulted: {
+      const s = escalatedOf(state, event);
+      const resolution = event.data.resolution;
+      if (resolution.outcome === 'expired') return { ...submittedOf(s, event), status: 'expired', resolution };
+      return { ...submittedOf(s, event), status: 'resolved', resolution, escalation: s.escalation };
+    }
     case PROPOSAL_EVENT_TYPES.ProposalExpired:
       pendingOf(state, event);
       return { ...submittedOf(state, event), status: 'expired', resolution: event.data.resolution };

@@ -61,6 +61,20 @@ export interface Resolution {
   escalation?: EscalationMetadata;
   /** Extension: a parent proposal's recorded child outcomes (spec 9.3). */
   child_outcomes?: Record<string, ChildOutcome>;
+  /** Extension: the M-of-N human sign-offs that decided it (escalation desk). */
+  sign_offs?: HumanSignOffRecord[];
+  /** Extension: one of the named humans vetoed (rejected) under a veto route. */
+  vetoed?: true;
+  /** Extension: no human resolved in time; the escalation ladder's default outcome applied. */
+  ladder_default?: true;
+}
+
+/** One human's sign-off under an M-of-N route. */
+export interface HumanSignOffRecord {
+  by: string;
+  outcome: HumanOutcome;
+  note: string | null;
+  at: string;
 }
 
 /** Final outcome of a child proposal as recorded on its parent (spec 9.3). */
@@ -118,6 +132,9 @@ export interface DecisionEvent {
   resolved_by?: string;
   note?: string | null;
   auto_resolved?: true;
+  sign_offs?: HumanSignOffRecord[];
+  vetoed?: true;
+  ladder_default?: true;
 }
 
 /** Body of `acp.v1.propose` (DESIGN section 5), after validation. */
@@ -161,6 +178,10 @@ export interface ResolveRequest {
   outcome: HumanOutcome;
   resolved_by: string;
   note: string | null;
+  /** Extension: the escalation answered (its ProposalEscalated event id); a stale one is NOT_ESCALATED. */
+  escalation_id?: string;
+  /** Extension: the payload hash the human saw; a mismatch is CONFLICT. */
+  payload_hash?: string;
 }
 
 export interface GetRequest {

@@ -239,6 +239,8 @@ class ResolveRequestDto extends ApiBodyDto {
   @Expose() @IsDefined() @IsIn(HUMAN_OUTCOMES) outcome!: unknown;
   @Expose() @IsDefined() @IsString() @Length(...ID_LENGTH) resolved_by!: unknown;
   @Expose() @IfPresent('note') @IsStringOrNull() note?: unknown;
+  @Expose() @IfPresent('escalation_id') @IsUlid() escalation_id?: unknown;
+  @Expose() @IfPresent('payload_hash') @IsString() @Length(1, 256) payload_hash?: unknown;
 }
 
 class GetRequestDto extends ApiBodyDto {
@@ -457,6 +459,8 @@ export function parseResolveRequest(input: unknown): ResolveRequest {
     outcome: v['outcome'] as ResolveRequest['outcome'],
     resolved_by: v['resolved_by'] as string,
     note: (v['note'] as string | null | undefined) ?? null,
+    ...(v['escalation_id'] !== undefined ? { escalation_id: v['escalation_id'] as string } : {}),
+    ...(v['payload_hash'] !== undefined ? { payload_hash: v['payload_hash'] as string } : {}),
   };
 }
 
