@@ -11,3 +11,13 @@ export type { ProposalStoreOptions } from './lib/proposal-store';
 export { deciderConfigFrom, runtimeProviders, systemClock, ulidGenerator } from './lib/runtime';
 export type { Clock, IdGenerator } from './lib/runtime';
 export { CommandContext } from './lib/command-context';
+// authentication, authorization, rejection records (docs/security.md)
+export { AuthenticatedServiceConfig, authSettingsOf } from './lib/auth/auth-config';
+export type { AuthSettings } from './lib/auth/auth-config';
+export { ParticipantDirectory } from './lib/auth/participant-directory';
+export { NonceStore } from './lib/auth/nonce-store';
+export { RejectionRecorder, REJECTIONS_STREAM, COMMAND_REJECTED } from './lib/auth/rejection-recorder';
+export type { CommandRejected } from './lib/auth/rejection-recorder';
+export type { CommandRequest, Identity } from './lib/auth/identity';
+export { decodeBase64, ed25519PublicKey, payloadHash, sha256Hex, verifyEd25519 } from './lib/auth/crypto';
+export { authProviders } from './lib/auth/auth.providers';

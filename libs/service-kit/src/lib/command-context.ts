@@ -1,22 +1,71 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { AcpError, CommandMetadata } from '@conclave/acp-protocol';
+import {
+  Action,
+  AUTH_HEADERS,
+  ClassificationLevel,
+  DomainGrant,
+  ParticipantKey,
+  Role,
+  activeKeys,
+  authorize,
+  checkFreshness,
+  clears,
+  grantFor,
+  initialParticipantState,
+  isNonce,
+  isParticipantId,
+  participantStream,
+  requireRole,
+  signingInput,
+} from '@conclave/registry-protocol';
 import type { Clock, IdGenerator } from './runtime';
 import { ServiceConfig } from './service-config';
 import { CLOCK, IDS, SERVICE_CONFIG } from './tokens';
+import { AuthSettings, authSettingsOf } from './auth/auth-config';
+import { decodeBase64, verifyEd25519 } from './auth/crypto';
+import type { CommandRequest, Identity } from './auth/identity';
+import { NonceStore } from './auth/nonce-store';
+import { ParticipantDirectory } from './auth/participant-directory';
 
 /**
- * Stamps what the edge owns on every command: a fresh command id, `now` from the clock, and the
- * acting identity. Authentication (RFC 14.1) plugs in here: with CONCLAVE_AUTH_MODE=off the
- * identity the body declares is taken as is; `required` has no verifier yet (security issue),
- * so it refuses every command rather than pretend.
+ * Stamps what the edge owns on every command (a fresh command id, `now` from the clock, the
+ * acting identity) and is THE authentication and authorization seam (RFC 14.1, 14.2, 14.4,
+ * 14.5; docs/security.md):
+ *
+ *   const identity = await context.authenticate(request, declaredActor);  // UNAUTHENTICATED
+ *   context.actAs(identity, body.participant_id, 'participant_id');       // FORBIDDEN
+ *   const grant = context.authorize(identity, 'respond', proposal.domain); // FORBIDDEN
+ *   store.execute({ ...context.metadata(identity), ... });
+ *
+ * With CONCLAVE_AUTH_MODE=required (the default) a command must carry an Ed25519 signature of
+ * its subject, timestamp, nonce, participant and exact body bytes by an active key of a
+ * registered participant; the timestamp must be within the skew window and the nonce unused.
+ * With `off` (local `up` only) the identity the request declares is taken as is and nothing is
+ * authorized: `authorize` returns the participant's grant when there is one and never refuses.
  */
 @Injectable()
 export class CommandContext {
+  private readonly settings: AuthSettings;
+
   constructor(
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(IDS) private readonly ids: IdGenerator,
-    @Inject(SERVICE_CONFIG) private readonly config: ServiceConfig,
-  ) {}
+    @Inject(SERVICE_CONFIG) config: ServiceConfig,
+    @Optional() private readonly directory?: ParticipantDirectory,
+    @Optional() private readonly nonces?: NonceStore,
+  ) {
+    this.settings = authSettingsOf(config);
+  }
+
+  get authRequired(): boolean {
+    return this.settings.authMode === 'required';
+  }
+
+  /** `registry`, or `declared` when auth is off or the open mode is configured. */
+  get responseFactors(): 'registry' | 'declared' {
+    return this.authRequired ? this.settings.responseFactors : 'declared';
+  }
 
   now(): string {
     return this.clock.now().toISOString();
@@ -26,15 +75,115 @@ export class CommandContext {
     return this.ids.next();
   }
 
-  metadata(declaredActor: string): CommandMetadata {
-    return { command_id: this.ids.next(), now: this.now(), actor: this.authenticate(declaredActor) };
+  /**
+   * Command metadata for an identity. A plain string is the declared actor, accepted only with
+   * auth off (kept for edges that have not moved to `authenticate` yet).
+   */
+  metadata(actor: Identity | string): CommandMetadata {
+    const id = typeof actor === 'string' ? this.declaredOnly(actor) : actor.participant_id;
+    return { command_id: this.ids.next(), now: this.now(), actor: id };
   }
 
-  private authenticate(declaredActor: string): string {
-    if (this.config.authMode === 'off') return declaredActor;
-    throw new AcpError(
-      'UNAUTHENTICATED',
-      'this deployment requires authentication, which is not available yet; run with CONCLAVE_AUTH_MODE=off',
-    );
+  /**
+   * Who sent `request`. Auth required: the verified signer (else UNAUTHENTICATED). Auth off:
+   * `declaredActor`, else the Conclave-Participant header, else `anonymous`.
+   */
+  async authenticate(request: CommandRequest | undefined, declaredActor?: string): Promise<Identity> {
+    if (!this.authRequired) {
+      const claimed = declaredActor ?? request?.getHeaders()?.get(AUTH_HEADERS.participant) ?? 'anonymous';
+      return { participant_id: claimed || 'anonymous', via: 'declared', state: await this.loadState(claimed) };
+    }
+    if (!request) throw unauthenticated('this command carries no credentials');
+    if (!this.directory || !this.nonces) throw unauthenticated('this service has no participant registry to authenticate against');
+    const h = request.getHeaders();
+    const get = (name: string) => h?.get(name) || undefined;
+    const participant = get(AUTH_HEADERS.participant);
+    const timestamp = get(AUTH_HEADERS.timestamp);
+    const nonce = get(AUTH_HEADERS.nonce);
+    const signatureText = get(AUTH_HEADERS.signature);
+    const missing = [
+      [AUTH_HEADERS.participant, participant],
+      [AUTH_HEADERS.timestamp, timestamp],
+      [AUTH_HEADERS.nonce, nonce],
+      [AUTH_HEADERS.signature, signatureText],
+    ].filter(([, v]) => v === undefined);
+    if (missing.length > 0 || !participant || !timestamp || !nonce || !signatureText) {
+      throw unauthenticated(`missing authentication header(s): ${missing.map(([n]) => n).join(', ')}`);
+    }
+    if (!isParticipantId(participant)) throw unauthenticated(`${AUTH_HEADERS.participant} is not a participant id`);
+    if (!isNonce(nonce)) throw unauthenticated(`${AUTH_HEADERS.nonce} must be 16 to 128 characters of [A-Za-z0-9_-]`);
+    const signature = decodeBase64(signatureText);
+    if (!signature) throw unauthenticated(`${AUTH_HEADERS.signature} is not base64`);
+    const fresh = checkFreshness(timestamp, this.clock.now().getTime(), this.settings.authSkewMs);
+    if (!fresh.fresh) throw unauthenticated(`stale or invalid ${AUTH_HEADERS.timestamp}: ${fresh.reason}`);
+
+    const state = await this.directory.load(participant);
+    if (state.status === 'unregistered') throw unauthenticated(`unknown participant ${participant}`);
+    if (state.status === 'deactivated') throw unauthenticated(`participant ${participant} is deactivated`);
+    const message = signingInput({ subject: request.getSubject(), timestamp, nonce, participant_id: participant }, request.getRawBody());
+    const keyId = get(AUTH_HEADERS.keyId);
+    const candidates = keyId ? state.participant.keys.filter((k) => k.key_id === keyId) : state.participant.keys;
+    if (keyId && candidates.length === 0) throw unauthenticated(`participant ${participant} has no key ${keyId}`);
+    const signer = candidates.find((k) => verifyEd25519(k.public_key, message, signature));
+    if (!signer) throw unauthenticated(`signature does not verify with ${keyId ? `key ${keyId}` : 'any key'} of ${participant}`);
+    if (signer.status !== 'active') throw unauthenticated(endedKey(participant, signer));
+    if (!activeKeys(state.participant).some((k) => k.key_id === signer.key_id)) throw unauthenticated(endedKey(participant, signer));
+    // Last, so that only a valid signature can spend a nonce.
+    const nonceKey = `${participantStream(participant).slice('participant-'.length)}.${nonce}`;
+    if (!(await this.nonces.claim(nonceKey))) throw unauthenticated(`replayed request: nonce ${nonce} was already used by ${participant}`);
+    return { participant_id: participant, via: 'signature', key_id: signer.key_id, state };
   }
+
+  /**
+   * The identity a body declares (author, participant_id, requested_by, resolved_by) must be the
+   * authenticated one (else FORBIDDEN naming the field). With auth off the declared one is taken.
+   */
+  async actAs(identity: Identity, declared: string, field: string): Promise<Identity> {
+    if (identity.via === 'declared') {
+      return declared === identity.participant_id ? identity : { participant_id: declared, via: 'declared', state: await this.loadState(declared) };
+    }
+    if (declared !== identity.participant_id) {
+      throw new AcpError('FORBIDDEN', `${field} is ${declared} but the request is signed by ${identity.participant_id}`, field);
+    }
+    return identity;
+  }
+
+  /**
+   * RFC 14.2: may `identity` perform `action` in `domain`? Returns the deciding grant (for the
+   * registry's factors), else FORBIDDEN. `resolve` also needs the human-resolver role. With auth
+   * off it never refuses and returns the grant when the participant happens to have one.
+   */
+  authorize(identity: Identity, action: Action, domain: string): DomainGrant | undefined {
+    if (!this.authRequired) return identity.state.status === 'active' ? grantFor(identity.state.participant, domain) : undefined;
+    return authorize(identity.state, action, domain);
+  }
+
+  /** A role (administrator for the registry, human-resolver...); FORBIDDEN without it. No-op with auth off. */
+  requireRole(identity: Identity, role: Role): void {
+    if (this.authRequired) requireRole(identity.state, role);
+  }
+
+  /** RFC 14.5: may `identity` read a payload of this classification? Always true with auth off. */
+  canRead(identity: Identity, classification: ClassificationLevel | null | undefined): boolean {
+    if (!classification || !this.authRequired) return true;
+    return identity.state.status === 'active' && clears(identity.state.participant.clearance, classification);
+  }
+
+  private async loadState(participantId: string) {
+    if (!this.directory || !isParticipantId(participantId)) return initialParticipantState;
+    return this.directory.load(participantId);
+  }
+
+  private declaredOnly(declaredActor: string): string {
+    if (!this.authRequired) return declaredActor;
+    throw unauthenticated('this command was not authenticated (the edge must call CommandContext.authenticate)');
+  }
+}
+
+function unauthenticated(message: string): AcpError {
+  return new AcpError('UNAUTHENTICATED', message);
+}
+
+function endedKey(participant: string, key: ParticipantKey): string {
+  return `key ${key.key_id} of ${participant} was ${key.status === 'revoked' ? 'revoked' : 'rotated out'} at ${key.ended_at}`;
 }

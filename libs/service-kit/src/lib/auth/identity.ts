@@ -1,0 +1,20 @@
+import type { ParticipantState } from '@conclave/registry-protocol';
+import type { MsgHdrs } from 'nats';
+
+/** Who is acting, as the edge established it. */
+export interface Identity {
+  participant_id: string;
+  /** `signature`: verified Ed25519 signature (auth required); `declared`: taken from the request (auth off). */
+  via: 'signature' | 'declared';
+  /** The key that signed, when via is `signature`. */
+  key_id?: string;
+  /** The registry's view of the participant (`unregistered` when unknown, possible with auth off). */
+  state: ParticipantState;
+}
+
+/** What authentication needs of a request: PlainNatsContext has exactly this. */
+export interface CommandRequest {
+  getSubject(): string;
+  getRawBody(): Uint8Array;
+  getHeaders(): MsgHdrs | undefined;
+}

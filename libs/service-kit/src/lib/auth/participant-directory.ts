@@ -1,0 +1,125 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { AcpError } from '@conclave/acp-protocol';
+import { AggregateCache, ConcurrencyError, EventLog, LogEvent, StoredEvent, Subscription } from '@conclave/event-log';
+import {
+  PARTICIPANT_STREAM_CATEGORY,
+  ParticipantRecord,
+  ParticipantState,
+  REGISTRY_COMMAND_TYPES,
+  RegistryCommand,
+  RegistryEvent,
+  decideRegistry,
+  evolveParticipant,
+  initialParticipantState,
+  isParticipantId,
+  participantStream,
+} from '@conclave/registry-protocol';
+import { Readiness } from '../readiness';
+import type { Clock, IdGenerator } from '../runtime';
+import { ServiceConfig } from '../service-config';
+import { CLOCK, EVENT_LOG, IDS, SERVICE_CONFIG } from '../tokens';
+import { authSettingsOf } from './auth-config';
+
+const MAX_ATTEMPTS = 8;
+
+/**
+ * The participant registry at the edge: each participant's state folded from its
+ * `participant-<id>` stream (cached, checked fresh against the log on every load, so a revoked
+ * key stops working on every replica at once), the registry commands' pipeline (read, decide,
+ * append with the version read, retried on conflict), and a list of all participants followed
+ * from the log.
+ */
+@Injectable()
+export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(ParticipantDirectory.name);
+  private readonly cache: AggregateCache<ParticipantState, RegistryEvent>;
+  private readonly all = new Map<string, ParticipantState>();
+  private subscription: Subscription | undefined;
+  private caughtUp = false;
+
+  constructor(
+    @Inject(EVENT_LOG) private readonly log: EventLog<LogEvent>,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(IDS) private readonly ids: IdGenerator,
+    @Inject(SERVICE_CONFIG) private readonly config: ServiceConfig,
+    readiness: Readiness,
+  ) {
+    readiness.register('participant-registry', () => this.caughtUp);
+    this.cache = new AggregateCache<ParticipantState, RegistryEvent>(log as unknown as EventLog<RegistryEvent>, {
+      categories: [PARTICIPANT_STREAM_CATEGORY],
+      initial: () => initialParticipantState,
+      evolve: evolveParticipant,
+    });
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.cache.start();
+    const sub = (this.log as unknown as EventLog<RegistryEvent>).subscribe([PARTICIPANT_STREAM_CATEGORY], 'start', (e) => this.follow(e));
+    this.subscription = sub;
+    await sub.caughtUp;
+    await this.bootstrapAdmin();
+    this.caughtUp = true;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.subscription?.stop();
+    await this.cache.stop();
+  }
+
+  /** The participant's current state (`unregistered` for an unknown or malformed id). */
+  async load(participantId: string): Promise<ParticipantState> {
+    if (!isParticipantId(participantId)) return initialParticipantState;
+    return (await this.cache.load(participantStream(participantId))).state;
+  }
+
+  /** Every participant, as of the followed log (a moment behind the last append). */
+  list(): ParticipantRecord[] {
+    return [...this.all.values()].flatMap((s) => (s.status === 'unregistered' ? [] : [s.participant]));
+  }
+
+  /** Decides and appends a registry command; returns the events appended and the new state. */
+  async execute(command: RegistryCommand): Promise<{ events: RegistryEvent[]; state: ParticipantState }> {
+    const id = command.data.participant_id;
+    if (!isParticipantId(id)) {
+      throw new AcpError('SCHEMA_VIOLATION', 'participant_id must be 1 to 60 characters of letters, digits and _ - . : @', 'participant_id');
+    }
+    const stream = participantStream(id);
+    for (let attempt = 1; ; attempt++) {
+      const loaded = await this.cache.load(stream);
+      const events = decideRegistry(command, loaded.state);
+      if (events.length === 0) return { events, state: loaded.state };
+      try {
+        await this.cache.append(stream, events, loaded.version);
+        return { events, state: events.reduce(evolveParticipant, loaded.state) };
+      } catch (err) {
+        if (err instanceof ConcurrencyError && attempt < MAX_ATTEMPTS) continue;
+        if (err instanceof ConcurrencyError) throw new AcpError('CONFLICT', `${stream} kept changing; retry the command`);
+        throw err;
+      }
+    }
+  }
+
+  private follow({ event }: StoredEvent<RegistryEvent>): void {
+    const id = event.data.participant_id;
+    this.all.set(id, evolveParticipant(this.all.get(id) ?? initialParticipantState, event));
+  }
+
+  private async bootstrapAdmin(): Promise<void> {
+    const admin = authSettingsOf(this.config).bootstrapAdmin;
+    if (!admin) return;
+    if ((await this.load(admin.participant_id)).status !== 'unregistered') return;
+    try {
+      await this.execute({
+        type: REGISTRY_COMMAND_TYPES.RegisterParticipant,
+        command_id: this.ids.next(),
+        now: this.clock.now().toISOString(),
+        actor: 'bootstrap',
+        data: { participant_id: admin.participant_id, roles: ['administrator'], public_key: admin.public_key, display_name: 'bootstrap administrator' },
+      });
+      this.logger.log(`registered bootstrap administrator ${admin.participant_id}`);
+    } catch (err) {
+      // Another replica registered it first.
+      if (!(err instanceof AcpError && err.code === 'CONFLICT')) throw err;
+    }
+  }
+}
