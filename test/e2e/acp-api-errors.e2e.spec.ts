@@ -1,5 +1,5 @@
 import { requestJson } from '@conclave/messaging';
-import { ConclaveHarness } from '../support/conclave-harness';
+import { ConclaveHarness, eventually } from '../support/conclave-harness';
 
 type Reply = { ok: boolean; error?: { code: string; message: string; field?: string }; proposal?: { proposal_id: string; responses: unknown[]; status: string } };
 
@@ -66,14 +66,20 @@ describe('NATS API error replies change nothing (DESIGN section 5, RFC 5.3, 14.4
   });
   it('SELF_RESPONSE: the author responds to its own proposal (RFC 5.3)', () => expectRejected('respond', response({ participant_id: 'alice' }), 'SELF_RESPONSE'));
   it('PAYLOAD_TOO_LARGE: a body over the configured limit', () => expectRejected('propose', proposal({ payload: { blob: 'x'.repeat(5000) } }), 'PAYLOAD_TOO_LARGE'));
-  it('PROPOSAL_NOT_PENDING: respond to a resolved proposal (RFC 4.1, 5.3)', async () => {
+  /** A proposal whose quorum is met and whose resolution the resolver has appended. */
+  async function resolvedProposal(): Promise<string> {
     const p = await h.client.propose({ domain: 'risk.credit', author: 'erin', payload: {}, quorum: 1, created_at: new Date().toISOString() });
     await h.client.endorse(p.proposal_id, { participant_id: 'frank', domain_authority: 1, confidence: 1, trust_score: 1 });
+    await eventually(async () => ((await h.client.get(p.proposal_id)).status === 'resolved' ? true : undefined), 10_000, 'the resolution');
+    return p.proposal_id;
+  }
+
+  it('PROPOSAL_NOT_PENDING: respond to a resolved proposal (RFC 4.1, 5.3)', async () => {
+    const p = { proposal_id: await resolvedProposal() };
     await expectRejected('respond', response({ proposal_id: p.proposal_id, participant_id: 'gina' }), 'PROPOSAL_NOT_PENDING');
   });
   it('PROPOSAL_NOT_PENDING: escalate a proposal that is no longer pending', async () => {
-    const p = await h.client.propose({ domain: 'risk.credit', author: 'erin', payload: {}, quorum: 1, created_at: new Date().toISOString() });
-    await h.client.endorse(p.proposal_id, { participant_id: 'frank', domain_authority: 1, confidence: 1, trust_score: 1 });
+    const p = { proposal_id: await resolvedProposal() };
     await expectRejected('escalate', { proposal_id: p.proposal_id, reason: 'too late', requested_by: 'gina' }, 'PROPOSAL_NOT_PENDING');
   });
   it('a client-sent weight is never trusted (RFC 6.1, DESIGN section 2)', async () => {

@@ -11,7 +11,7 @@ import {
   pendingResolution,
 } from '@conclave/acp-protocol';
 import type { EventLog, StoredEvent, Subscription } from '@conclave/event-log';
-import { CLOCK, Clock, EVENT_LOG, IDS, IdGenerator, ProposalStore, Readiness } from '@conclave/service-kit';
+import { CLOCK, Clock, EVENT_LOG, IDS, IdGenerator, KeyedWorkQueue, ProposalStore, Readiness } from '@conclave/service-kit';
 
 const ACTOR = 'conclave-resolver';
 
@@ -32,6 +32,8 @@ export class ResolutionWatcher implements OnApplicationBootstrap, OnApplicationS
   private readonly open = new Set<string>();
   private live = false;
   private subscription: Subscription | undefined;
+  /** Proposals are examined concurrently, each one's events in order. */
+  private readonly work = new KeyedWorkQueue(256, (id, err) => this.logger.error(`examining ${id} failed: ${(err as Error).message}`));
 
   constructor(
     @Inject(EVENT_LOG) private readonly log: EventLog,
@@ -48,7 +50,8 @@ export class ResolutionWatcher implements OnApplicationBootstrap, OnApplicationS
     this.subscription = sub;
     sub.closed.catch((err: Error) => this.logger.error(`proposal subscription ended: ${err.message}`));
     await sub.caughtUp;
-    for (const id of this.open) await this.examine(id);
+    for (const id of this.open) await this.work.submit(id, () => this.examine(id));
+    await this.work.drain();
     this.open.clear();
     this.live = true;
   }
@@ -56,6 +59,7 @@ export class ResolutionWatcher implements OnApplicationBootstrap, OnApplicationS
   async onApplicationShutdown(): Promise<void> {
     this.live = false;
     await this.subscription?.stop();
+    await this.work.drain();
   }
 
   private async onEvent({ event, endOfCommit }: StoredEvent<ProposalEvent>): Promise<void> {
@@ -71,7 +75,13 @@ export class ResolutionWatcher implements OnApplicationBootstrap, OnApplicationS
       else this.open.add(id);
       return;
     }
-    if (endOfCommit) await this.examine(id);
+    // Only events that can make a resolution due, or a child's final outcome, need a look.
+    const mayResolve =
+      event.type === PROPOSAL_EVENT_TYPES.ResponseRecorded ||
+      event.type === PROPOSAL_EVENT_TYPES.ChildOutcomeRecorded ||
+      (event.type === PROPOSAL_EVENT_TYPES.ProposalSubmitted && (event.data.depends_on?.length ?? 0) > 0);
+    const decidesChild = isTerminalEvent(event) && this.parentsOf.has(id);
+    if (endOfCommit && (mayResolve || decidesChild)) await this.work.submit(id, () => this.examine(id));
   }
 
   /** Does this proposal need a resolution, or do its parents need its outcome? */

@@ -1,0 +1,157 @@
+import {
+  CouncilRequestError,
+  ScriptedBehaviour,
+  ScriptedMember,
+  cleanBehaviour,
+  frameChallengerBehaviour,
+  oscillatingBehaviour,
+  relentlessBehaviour,
+  scriptedGoalContract,
+  scriptedPanel,
+  valueConflictBehaviour,
+} from '@conclave/sdk';
+import { CouncilHarness } from '../support/council-harness';
+
+/**
+ * The Council controller end to end: apps/council booted for real against the real NATS server,
+ * scripted members answering on `<prefix>.v1.tasks.<member_id>`, decisions read from the
+ * COUNCIL_DECISIONS stream. Stage timeouts are short so that timeouts cost little.
+ */
+describe('Council end to end (apps/council + scripted members over NATS)', () => {
+  const c = new CouncilHarness();
+  let n = 0;
+
+  beforeAll(() => c.start());
+  afterAll(() => c.stop());
+  afterEach(() => c.stopMembers());
+
+  /** Unique member ids per test: `<tag>-builder` ... and `<tag>-chair`. */
+  function panelOf(tag: string, opts: { frameObserver?: boolean; proposers?: number } = {}) {
+    const lenses = ['builder', 'skeptic', 'operator', 'economist', 'security'];
+    const proposers = lenses.slice(0, opts.proposers ?? 3).map((l) => `${tag}-${l}`);
+    const chair = `${tag}-chair`;
+    const observer = opts.frameObserver ? `${tag}-outsider` : undefined;
+    return { proposers, chair, observer, panel: scriptedPanel({ proposers, chair, frameObserver: observer }) };
+  }
+
+  function join(ids: string[], behaviour: (id: string) => ScriptedBehaviour): Record<string, ScriptedMember> {
+    return c.join(Object.fromEntries(ids.map((id) => [id, behaviour(id)])));
+  }
+
+  const policy = (extra: Record<string, unknown> = {}) => ({ stage_timeout_ms: 3_000, ...extra });
+  const tag = () => `t${++n}`;
+
+  it('a clean decision: proposal → blind review → conflict map → revision → review → chair; decided, each task sent once', async () => {
+    const p = panelOf(tag());
+    const members = join([...p.proposers, p.chair], () => cleanBehaviour());
+    const runId = await c.client.start({ goal_contract: scriptedGoalContract(), panel: p.panel, policy: policy() });
+    const d = await c.decisions.waitFor(runId);
+    expect(d).toMatchObject({ run_id: runId, terminal_state: 'decided', reason: 'decision-recorded', goal_contract_id: 'gc-001' });
+    const record = d.decision_record as { grounded_in: string[]; decision_owner: string };
+    expect(record.decision_owner).toBe('human-owner');
+    expect(record.grounded_in.every((ref) => !ref.startsWith('anon-'))).toBe(true);
+
+    const run = await c.client.get(runId);
+    expect(run.rounds.map((r) => r.stop_reason ?? r.decision)).toEqual(['revise', 'all-material-issues-resolved-or-retained']);
+    expect(run.anonymization.mapping).toHaveLength(3);
+    // Independence and blindness, on the bodies the members actually received.
+    const all = Object.values(members).flatMap((m) => m.tasks);
+    for (const t of all.filter((x) => x.stage === 'proposal')) expect(JSON.stringify(t.inputs)).not.toMatch(/cand-/);
+    for (const t of all.filter((x) => x.stage === 'review')) {
+      const text = JSON.stringify(t.inputs);
+      for (const id of [...p.proposers, p.chair]) expect(text).not.toContain(id);
+    }
+    for (const m of Object.values(members)) for (const count of m.requests.values()) expect(count).toBe(1);
+  });
+
+  it('one member timing out: the run goes on degraded, and the DecisionRecord labels the missing member', async () => {
+    const p = panelOf(tag());
+    const silent = p.proposers[2];
+    join([...p.proposers, p.chair], (id) => cleanBehaviour(id === silent ? { silent: (t) => t.stage === 'proposal' } : {}));
+    const runId = await c.client.start({ goal_contract: scriptedGoalContract(), panel: p.panel, policy: policy({ stage_timeout_ms: 400, stage_timeouts_ms: { synthesis: 3_000 } }) });
+    const d = await c.decisions.waitFor(runId);
+    expect(d.terminal_state).toMatch(/^decided/);
+    const record = d.decision_record as { member_failures: { member_id: string; reason: string; stage: string }[]; missing_perspectives: string[] };
+    expect(record.member_failures).toEqual([expect.objectContaining({ member_id: silent, reason: 'timeout', stage: 'proposal' })]);
+    expect(record.missing_perspectives.join(' ')).toContain(silent);
+    const run = await c.client.get(runId);
+    expect(run.failures).toEqual([expect.objectContaining({ member_id: silent, reason: 'timeout' })]);
+    expect(run.degraded_modes.length).toBeGreaterThan(0);
+  });
+
+  it('budget exhausted: new objections every round until max_rounds; the best checkpoint is returned', async () => {
+    const p = panelOf(tag());
+    join([...p.proposers, p.chair], () => relentlessBehaviour());
+    const runId = await c.client.start({ goal_contract: scriptedGoalContract({ budget: { max_rounds: 2, max_time: '2m' } }), panel: p.panel, policy: policy() });
+    const d = await c.decisions.waitFor(runId);
+    expect(d.terminal_state).toBe('budget-exhausted-best-checkpoint');
+    expect(d.best_checkpoint_id).toEqual(expect.any(String));
+    const run = await c.client.get(runId);
+    expect(run.rounds.at(-1)?.stop_reason).toBe('max-rounds');
+    expect(run.best_checkpoint_id).toBe(d.best_checkpoint_id);
+    expect(run.checkpoints.map((k) => k.checkpoint_id)).toContain(d.best_checkpoint_id);
+  });
+
+  it('oscillation: revisions flip A→B→A; the run stops and keeps both positions with the discriminating evidence', async () => {
+    const p = panelOf(tag());
+    join([...p.proposers, p.chair], () => oscillatingBehaviour());
+    const runId = await c.client.start({ goal_contract: scriptedGoalContract({ budget: { max_rounds: 5, max_time: '2m' } }), panel: p.panel, policy: policy() });
+    const d = await c.decisions.waitFor(runId);
+    const run = await c.client.get(runId);
+    expect(run.rounds.at(-1)?.stop_reason).toBe('oscillation');
+    const osc = run.rounds.flatMap((r) => r.signals).find((s) => s.signal === 'oscillation');
+    expect(osc && osc.signal === 'oscillation' && osc.positions).toHaveLength(2);
+    expect(osc && osc.signal === 'oscillation' && osc.discriminating_evidence).toContain('a replay of last month of traffic');
+    expect(d.terminal_state).toMatch(/^decided/);
+  });
+
+  it('a value conflict: no revision round, the run ends needs-human-value-choice', async () => {
+    const p = panelOf(tag());
+    join([...p.proposers, p.chair], (id) => (id === p.chair ? valueConflictBehaviour() : cleanBehaviour()));
+    const runId = await c.client.start({ goal_contract: scriptedGoalContract(), panel: p.panel, policy: policy() });
+    const d = await c.decisions.waitFor(runId);
+    expect(d.terminal_state).toBe('needs-human-value-choice');
+    const run = await c.client.get(runId);
+    expect(run.rounds[0].stop_reason).toBe('value-choice-required');
+    expect(run.tasks.filter((t) => t.stage === 'revision')).toHaveLength(0);
+  });
+
+  it('too few members: two of three proposers are not listening; failed-below-quorum, no synthesis', async () => {
+    const p = panelOf(tag());
+    join([p.proposers[0], p.chair], () => cleanBehaviour());
+    const runId = await c.client.start({ goal_contract: scriptedGoalContract(), panel: p.panel, policy: policy() });
+    const d = await c.decisions.waitFor(runId);
+    expect(d).toMatchObject({ terminal_state: 'failed-below-quorum', decision_record: null });
+    const run = await c.client.get(runId);
+    expect(run.failures.map((f) => f.member_id).sort()).toEqual([p.proposers[1], p.proposers[2]].sort());
+    expect(run.failures.every((f) => f.reason === 'reported-failure')).toBe(true);
+  });
+
+  it('a frame challenge accepted by the owner revises the GoalContract and restarts the proposal stage', async () => {
+    const p = panelOf(tag(), { frameObserver: true });
+    const members = join([...p.proposers, p.chair, p.observer!], (id) => (id === p.observer ? frameChallengerBehaviour('gc-001') : cleanBehaviour()));
+    const runId = await c.client.start({
+      goal_contract: scriptedGoalContract(),
+      panel: p.panel,
+      policy: policy({ stage_timeouts_ms: { 'frame-decision': 20_000 } }),
+    });
+    const observer = members[p.observer!];
+    await observer.until(() => observer.verdicts.some((v) => v.task.stage === 'frame-check' && v.verdict.ok), 10_000, 'the frame challenge to be recorded');
+    const revised = scriptedGoalContract({ goal_contract_id: 'gc-002', success_criteria: ['no billing downtime', 'auditable ledger', 'auditor sign-off'] });
+    await c.client.reviseGoalContract({ run_id: runId, goal_contract: revised, frame_check_id: 'fc-1', actor: 'human-owner' });
+    const d = await c.decisions.waitFor(runId);
+    expect(d.goal_contract_id).toBe('gc-002');
+    expect(d.terminal_state).toMatch(/^decided/);
+    const run = await c.client.get(runId);
+    expect(run.goal_contract_revisions.at(-1)).toMatchObject({ frame_check_id: 'fc-1', comparable: false, restarted: true });
+    const proposals = members[p.proposers[0]].tasks.filter((t) => t.stage === 'proposal').map((t) => t.goal_contract.goal_contract_id);
+    expect(proposals).toEqual(['gc-001', 'gc-002']);
+  });
+
+  it('a refused command: a bad GoalContract gets {ok: false, error: {code, field}} and starts nothing', async () => {
+    const p = panelOf(tag());
+    const bad = { ...scriptedGoalContract(), budget: { max_rounds: 0, max_time: '1m' } };
+    await expect(c.client.start({ goal_contract: bad, panel: p.panel })).rejects.toMatchObject({ code: 'SCHEMA_VIOLATION', field: 'goal_contract.budget.max_rounds' });
+    await expect(c.client.get('no_such_run')).rejects.toBeInstanceOf(CouncilRequestError);
+  });
+});
