@@ -10,15 +10,18 @@ import { ResolverConfig } from '../../apps/resolver/src/app/resolver.config';
 import { startResolver } from '../../apps/resolver/src/app/resolver.app';
 import { SweeperConfig } from '../../apps/sweeper/src/app/sweeper.config';
 import { startSweeper } from '../../apps/sweeper/src/app/sweeper.app';
+import { CouncilConfig } from '../../apps/council/src/app/council.config';
+import { startCouncil } from '../../apps/council/src/app/council.app';
 
 export const NATS_URL = process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222';
 
-export type ServiceName = 'intake' | 'resolver' | 'sweeper';
+export type ServiceName = 'intake' | 'resolver' | 'sweeper' | 'council';
 
 const starters: Record<ServiceName, (env: Record<string, string>) => Promise<INestApplication>> = {
   intake: (env) => startIntake(loadConfig(IntakeConfig, env)),
   resolver: (env) => startResolver(loadConfig(ResolverConfig, env)),
   sweeper: (env) => startSweeper(loadConfig(SweeperConfig, env)),
+  council: (env) => startCouncil(loadConfig(CouncilConfig, env)),
 };
 
 export interface Instance {
@@ -43,6 +46,7 @@ export class ConclaveHarness {
     this.env = {
       NATS_URL,
       CONCLAVE_SUBJECT_PREFIX: this.prefix,
+      CONCLAVE_COUNCIL_PREFIX: `c${this.prefix}`,
       CONCLAVE_EVENT_STREAM: `EVT_${this.run}`,
       CONCLAVE_EVENT_SUBJECT_PREFIX: `evt${this.run.toLowerCase()}`,
       CONCLAVE_STREAM_SUFFIX: this.run,
@@ -80,7 +84,7 @@ export class ConclaveHarness {
     this.instances.length = 0;
     const jsm = await this.nc.jetstreamManager();
     const streams = acpStreamNames(this.run);
-    const names = [this.env['CONCLAVE_EVENT_STREAM'], streams.decisions, streams.proposals, streams.escalations, `KV_EVT_${this.run}_CHECKPOINTS`];
+    const names = [this.env['CONCLAVE_EVENT_STREAM'], streams.decisions, streams.proposals, streams.escalations, streams.councilDecisions, `KV_EVT_${this.run}_CHECKPOINTS`];
     for (const name of names) await jsm.streams.delete(name).catch(() => undefined);
     await this.nc.drain();
   }

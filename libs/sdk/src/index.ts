@@ -1,3 +1,6 @@
 export { ConclaveClient } from './lib/conclave-client';
 export type { ConclaveClientOptions, ProposeInput, VoteInput, ListQuery, DecisionsOptions } from './lib/conclave-client';
 export { ConclaveError, ConclaveUnavailableError } from './lib/conclave-error';
+export { CouncilMember, CouncilClient, CouncilRequestError } from './lib/council-member';
+export type { CouncilTask, CouncilTaskContext, CouncilTaskHandler, CouncilMemberOptions, CouncilVerdict, CouncilDecisionMessage } from './lib/council-member';
+export * from './lib/scripted-members';

@@ -21,6 +21,10 @@ export const COUNCIL_COMMANDS = {
   start: 'v1.start',
   get: 'v1.get',
   outcome: 'v1.outcome',
+  /** Extensions (apps/council): the owner's answers to a frame challenge, and the human interrupt. */
+  goalContract: 'v1.goal-contract',
+  declineFrame: 'v1.frame-decline',
+  interrupt: 'v1.interrupt',
 } as const;
 
 /** Queue groups: every replica of a service shares one, so each command is served once. */

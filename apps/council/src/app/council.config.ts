@@ -1,0 +1,32 @@
+import { Expose, Type } from 'class-transformer';
+import { IsInt, Max, Min } from 'class-validator';
+import { ServiceConfig } from '@conclave/service-kit';
+
+export class CouncilConfig extends ServiceConfig {
+  /** Largest request body on the command subjects (start carries a panel and a contract). */
+  @Expose({ name: 'CONCLAVE_COUNCIL_MAX_PAYLOAD_BYTES' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(1024)
+  @Max(8 * 1024 * 1024)
+  maxPayloadBytes = 262_144;
+
+  /**
+   * How long past a task's deadline the controller keeps listening for the member's reply, so
+   * that a reply in flight at the deadline is refused (INVALID_STATE) rather than lost silently.
+   */
+  @Expose({ name: 'CONCLAVE_COUNCIL_REPLY_GRACE_MS' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  replyGraceMs = 250;
+
+  /** Back-off before the controller retries a step after the event log was unavailable. */
+  @Expose({ name: 'CONCLAVE_COUNCIL_RETRY_MS' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(10)
+  retryMs = 500;
+
+  override httpPort = 8085;
+}

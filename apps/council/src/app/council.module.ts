@@ -1,0 +1,21 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { CommandContext, ServiceKitModule } from '@conclave/service-kit';
+import { CouncilCommands } from './council-commands';
+import { CouncilConfig } from './council.config';
+import { CouncilController } from './council.controller';
+import { DecisionOutbox } from './decision-outbox';
+import { RunDriver } from './run-driver';
+import { RunIndex } from './run-index';
+import { RunRepository } from './run-repository';
+
+@Module({})
+export class CouncilModule {
+  static register(config: CouncilConfig): DynamicModule {
+    return {
+      module: CouncilModule,
+      imports: [ServiceKitModule.forRoot('council', config)],
+      controllers: [CouncilController],
+      providers: [CommandContext, RunRepository, RunDriver, DecisionOutbox, RunIndex, CouncilCommands],
+    };
+  }
+}

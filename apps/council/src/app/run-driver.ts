@@ -1,0 +1,344 @@
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  COUNCIL_COMMAND_TYPES as C,
+  CouncilCommand,
+  CouncilError,
+  CouncilErrorBody,
+  CouncilEvent,
+  CouncilRunState,
+  CouncilTaskRequest,
+  controllerEvents,
+  decide,
+  decideNext,
+  foldRun,
+  nextWakeAt,
+  pendingTaskRequests,
+  taskRequests,
+} from '@conclave/council-protocol';
+import { ConcurrencyError, StreamVersion } from '@conclave/event-log';
+import { CLOCK, Clock, NATS_CONNECTION, SERVICE_CONFIG } from '@conclave/service-kit';
+import { createInbox, ErrorCode, Msg, NatsConnection, NatsError } from 'nats';
+import { CouncilConfig } from './council.config';
+import { LoadedRun, RunRepository } from './run-repository';
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+/** Version conflicts tolerated in a row before a step backs off (another writer is busy on the run). */
+const MAX_CONFLICTS = 5;
+
+export type Verdict = { ok: true } | { ok: false; error: CouncilErrorBody };
+
+/** Builds the command to decide from the run's current state and the edge's `now`. */
+export type CommandBuilder = (state: CouncilRunState, now: string) => CouncilCommand;
+
+interface LoopDeps {
+  repo: RunRepository;
+  nc: NatsConnection;
+  clock: Clock;
+  config: CouncilConfig;
+  logger: Logger;
+  onTerminated(runId: string): void;
+}
+
+class Stopped extends Error {}
+
+/**
+ * One running Council run, driven by this process: the service loop of the council-protocol
+ * README. Everything that reads or changes the run's state goes through `exec`, one at a time:
+ * decideNext → append the controller's events atomically with the expected version → only then
+ * send the tasks; member replies and human commands go through `decide` the same way; the timer
+ * wakes the loop at `nextWakeAt` for deadlines and the run budget.
+ */
+class RunLoop {
+  private chain: Promise<unknown> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  /** Task ids with a request in flight from this process (a reload never sends one twice). */
+  private readonly sending = new Set<string>();
+  private readonly subjectPrefix: string;
+
+  constructor(
+    readonly runId: string,
+    public state: CouncilRunState,
+    public version: StreamVersion | 'no_stream',
+    private readonly deps: LoopDeps,
+  ) {
+    this.subjectPrefix = `${deps.config.councilPrefix}.v1`;
+  }
+
+  /** Serialises everything that reads or changes this run's state. */
+  exec<T>(fn: () => Promise<T>): Promise<T> {
+    const result = this.chain.then(() => {
+      if (this.stopped) throw new Stopped('controller stopping');
+      return fn();
+    });
+    this.chain = result.catch(() => undefined);
+    return result;
+  }
+
+  /** Steps the controller; with `resend`, first resends the tasks issued but unanswered (after a restart). */
+  kick(resend = false): void {
+    this.exec(async () => {
+      if (resend) for (const t of pendingTaskRequests(this.state, this.subjectPrefix)) this.send(t.request);
+      await this.step();
+    }).catch((err: unknown) => this.failed('step', err));
+  }
+
+  /** Another writer appended to the run: re-read it and step. */
+  refresh(): void {
+    this.exec(async () => {
+      await this.reload();
+      await this.step();
+    }).catch((err: unknown) => this.failed('refresh', err));
+  }
+
+  /** Decides a command from outside the loop (human, member correction), appends it, steps. */
+  async execute(build: CommandBuilder): Promise<CouncilRunState> {
+    return this.exec(async () => {
+      for (let attempt = 0; ; attempt++) {
+        const events = decide(build(this.state, this.now()), this.state);
+        if (events.length === 0 || (await this.append(events))) break;
+        if (attempt >= MAX_CONFLICTS) throw new CouncilError('INTERNAL', 'the run kept changing under the command; retry');
+      }
+      await this.step();
+      return this.state;
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.chain;
+  }
+
+  private now(): string {
+    return this.deps.clock.now().toISOString();
+  }
+
+  private async step(): Promise<void> {
+    let conflicts = 0;
+    while (!this.stopped && this.state.status === 'running') {
+      const actions = decideNext(this.state, this.now(), { subjectPrefix: this.subjectPrefix });
+      if (actions.length === 0) break;
+      if (!(await this.append(controllerEvents(actions)))) {
+        if (++conflicts > MAX_CONFLICTS) return this.retryLater();
+        continue;
+      }
+      // Only once the decision is in the log: send from the logged task, so a retry after a
+      // duplicate append sends exactly what the log holds.
+      const issued = new Set(taskRequests(actions).map((t) => t.request.task_id));
+      for (const t of pendingTaskRequests(this.state, this.subjectPrefix)) if (issued.has(t.request.task_id)) this.send(t.request);
+    }
+    if (this.state.status !== 'running') {
+      clearTimeout(this.timer);
+      this.deps.onTerminated(this.runId);
+      return;
+    }
+    this.schedule();
+  }
+
+  /** Appends events decided on `this.state`. False when the log had moved on (the state is reloaded). */
+  private async append(events: CouncilEvent[]): Promise<boolean> {
+    try {
+      const result = await this.deps.repo.append(this.runId, events, this.version);
+      if (result.duplicate) {
+        await this.reload();
+        return true;
+      }
+      this.state = foldRun(events, this.state);
+      this.version = result.version;
+      return true;
+    } catch (err) {
+      if (!(err instanceof ConcurrencyError)) throw err;
+      await this.reload();
+      return false;
+    }
+  }
+
+  private async reload(): Promise<void> {
+    const loaded = await this.deps.repo.load(this.runId);
+    this.state = loaded.state;
+    this.version = loaded.version;
+  }
+
+  private schedule(): void {
+    clearTimeout(this.timer);
+    if (this.stopped || this.state.status !== 'running') return;
+    const wake = nextWakeAt(this.state);
+    if (wake === null) return;
+    const delay = Math.max(Date.parse(wake) - this.deps.clock.now().getTime(), 0) + 1;
+    this.timer = setTimeout(() => this.kick(), delay);
+  }
+
+  private retryLater(): void {
+    clearTimeout(this.timer);
+    if (!this.stopped) this.timer = setTimeout(() => this.kick(), this.deps.config.retryMs);
+  }
+
+  private failed(what: string, err: unknown): void {
+    if (err instanceof Stopped || this.stopped) return;
+    this.deps.logger.error(`run ${this.runId}: ${what} failed, retrying in ${this.deps.config.retryMs} ms: ${(err as Error).message}`);
+    this.retryLater();
+  }
+
+  /** Sends one task as a NATS request to `<prefix>.v1.tasks.<member_id>`, listening until its deadline (+ grace). */
+  private send(request: CouncilTaskRequest): void {
+    if (this.stopped || this.sending.has(request.task_id) || this.state.status !== 'running') return;
+    const task = this.state.tasks[request.task_id];
+    if (!task) return;
+    const remaining = Date.parse(request.deadline) - this.deps.clock.now().getTime();
+    if (remaining <= 0) return;
+    this.sending.add(request.task_id);
+    const subject = `${this.subjectPrefix}.tasks.${task.member_id}`;
+    this.deps.nc
+      .request(subject, encoder.encode(JSON.stringify(request)), { timeout: remaining + this.deps.config.replyGraceMs })
+      .then(
+        (msg) => this.onReply(request, task.member_id, msg),
+        (err: NatsError) => this.onTransportError(request, task.member_id, err),
+      )
+      .catch((err: unknown) => this.failed(`task ${request.task_id}`, err))
+      .finally(() => this.sending.delete(request.task_id));
+  }
+
+  /** A member's answer: decide it, tell the member the verdict; a refused member may answer again before the deadline. */
+  private async onReply(request: CouncilTaskRequest, memberId: string, msg: Msg): Promise<void> {
+    if (this.stopped) return;
+    let verdict: Verdict;
+    try {
+      await this.execute((_s, now) => replyCommand(request, memberId, msg, now));
+      verdict = { ok: true };
+    } catch (err) {
+      if (!(err instanceof CouncilError)) {
+        if (!(err instanceof Stopped)) this.failed(`reply to ${request.task_id}`, err);
+        return;
+      }
+      verdict = { ok: false, error: err.toJSON() };
+    }
+    if (!msg.reply || this.deps.nc.isClosed()) return;
+    const remaining = Date.parse(request.deadline) - this.deps.clock.now().getTime();
+    if (verdict.ok || remaining <= 0) {
+      msg.respond(encoder.encode(JSON.stringify(verdict)));
+      return;
+    }
+    // Refused before its deadline: the member may correct its answer by replying to the verdict.
+    const inbox = createInbox();
+    const sub = this.deps.nc.subscribe(inbox, { max: 1, timeout: remaining + this.deps.config.replyGraceMs });
+    msg.respond(encoder.encode(JSON.stringify(verdict)), { reply: inbox });
+    try {
+      for await (const correction of sub) {
+        await this.onReply(request, memberId, correction);
+      }
+    } catch {
+      // No correction before the deadline: the controller's timeout takes over.
+    }
+  }
+
+  /** No responders or another transport failure is a member failure; a plain timeout is left to the deadline. */
+  private async onTransportError(request: CouncilTaskRequest, memberId: string, err: NatsError): Promise<void> {
+    if (this.stopped || err.code === ErrorCode.Timeout || this.deps.nc.isClosed()) return;
+    const detail = err.code === ErrorCode.NoResponders ? `no member listening on the task subject (${memberId})` : `transport error: ${err.message}`;
+    await this.execute((_s, now) => ({ type: C.ReportTaskFailure, task_id: request.task_id, member_id: memberId, detail, now })).catch((e: unknown) => {
+      if (!(e instanceof CouncilError) && !(e instanceof Stopped)) throw e;
+    });
+  }
+}
+
+/** The member's reply as a command: the artifact, `{ok: true, artifact, usage}`, or `{ok: false, error}` for a reported failure. */
+function replyCommand(request: CouncilTaskRequest, memberId: string, msg: Msg, now: string): CouncilCommand {
+  let body: unknown;
+  try {
+    body = JSON.parse(decoder.decode(msg.data));
+  } catch {
+    throw new CouncilError('SCHEMA_VIOLATION', 'the reply is not JSON');
+  }
+  const o = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+  if (o && o['ok'] === false) {
+    const error = o['error'] as { code?: unknown; message?: unknown } | undefined;
+    const detail = [error?.code, error?.message].filter((x) => typeof x === 'string').join(': ') || 'member reported a failure';
+    return { type: C.ReportTaskFailure, task_id: request.task_id, member_id: memberId, detail, now };
+  }
+  if (o && o['ok'] === true && 'artifact' in o) {
+    return { type: C.SubmitTaskResult, task_id: request.task_id, member_id: memberId, artifact: o['artifact'], usage: o['usage'] as never, now };
+  }
+  return { type: C.SubmitTaskResult, task_id: request.task_id, member_id: memberId, artifact: body, now };
+}
+
+/**
+ * The runs this process drives. A run is adopted when it starts here, when a command reaches a
+ * running run nobody here drives, or at boot for every run the index finds unterminated.
+ * One council replica drives a given run at a time (see README: replicas and leases).
+ */
+@Injectable()
+export class RunDriver implements BeforeApplicationShutdown {
+  private readonly logger = new Logger('CouncilController');
+  private readonly loops = new Map<string, RunLoop>();
+  private stopping = false;
+  private readonly deps: LoopDeps;
+
+  constructor(
+    private readonly repo: RunRepository,
+    @Inject(NATS_CONNECTION) nc: NatsConnection,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(SERVICE_CONFIG) config: CouncilConfig,
+  ) {
+    this.deps = { repo, nc, clock, config, logger: this.logger, onTerminated: (id) => this.loops.delete(id) };
+  }
+
+  get activeRuns(): number {
+    return this.loops.size;
+  }
+
+  /** Starts driving a run already in the log (`resend`: the tasks it had issued go out again, same task ids). */
+  adopt(runId: string, loaded: LoadedRun, resend = false): void {
+    if (this.stopping || this.loops.has(runId) || loaded.state.status !== 'running') return;
+    const loop = new RunLoop(runId, loaded.state, loaded.version, this.deps);
+    this.loops.set(runId, loop);
+    loop.kick(resend);
+  }
+
+  /** After a restart: fold the run from the log and continue it. Answered tasks are never re-issued. */
+  async resume(runId: string): Promise<void> {
+    if (this.loops.has(runId)) return;
+    this.adopt(runId, await this.repo.load(runId), true);
+  }
+
+  /** The live state of a run driven here, or undefined. */
+  stateOf(runId: string): CouncilRunState | undefined {
+    return this.loops.get(runId)?.state;
+  }
+
+  /** An event appeared in the log: if a run driven here did not write it, re-read and step. */
+  observed(runId: string, eventId: string): void {
+    const loop = this.loops.get(runId);
+    if (loop && (loop.state.status === 'empty' || !loop.state.applied_event_ids[eventId])) loop.refresh();
+  }
+
+  /**
+   * Decides a command on a run: in the run's own loop when driven here, else read, decide and
+   * append with the expected version (retried on a conflict), adopting the run if it still runs.
+   * Throws the CouncilError of a refused command.
+   */
+  async execute(runId: string, build: CommandBuilder): Promise<CouncilRunState> {
+    const loop = this.loops.get(runId);
+    if (loop) return loop.execute(build);
+    for (let attempt = 0; ; attempt++) {
+      const loaded = await this.repo.load(runId);
+      const events = decide(build(loaded.state, this.clock.now().toISOString()), loaded.state);
+      if (events.length === 0) return loaded.state;
+      try {
+        const result = await this.repo.append(runId, events, loaded.version);
+        const after = result.duplicate ? await this.repo.load(runId) : { state: foldRun(events, loaded.state), version: result.version };
+        this.adopt(runId, after);
+        return after.state;
+      } catch (err) {
+        if (!(err instanceof ConcurrencyError) || attempt >= MAX_CONFLICTS) throw err;
+      }
+    }
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    await Promise.all([...this.loops.values()].map((l) => l.stop()));
+    this.loops.clear();
+  }
+}

@@ -1,0 +1,60 @@
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { COUNCIL_EVENT_TYPES as E, COUNCIL_RUN_STREAM_PREFIX, CouncilEvent } from '@conclave/council-protocol';
+import type { EventLog, StoredEvent, Subscription } from '@conclave/event-log';
+import { EVENT_LOG, Readiness } from '@conclave/service-kit';
+import { DecisionOutbox } from './decision-outbox';
+import { RunDriver } from './run-driver';
+
+/** The category of run streams: `council-run-<id>` is in category `council-run`. */
+export const COUNCIL_RUN_CATEGORY = COUNCIL_RUN_STREAM_PREFIX.slice(0, -1);
+
+/**
+ * Follows the `council-run` category from the start of the log: which runs are not terminated
+ * (resumed at boot: killed mid-run, the controller continues from the log), which appends came
+ * from another writer (the driving loop re-reads), and every RunTerminated for the outbox.
+ */
+@Injectable()
+export class RunIndex implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(RunIndex.name);
+  private readonly running = new Set<string>();
+  private subscription: Subscription | undefined;
+  private ready = false;
+
+  constructor(
+    @Inject(EVENT_LOG) private readonly log: EventLog,
+    private readonly driver: RunDriver,
+    private readonly outbox: DecisionOutbox,
+    readiness: Readiness,
+  ) {
+    readiness.register('council-runs', () => this.ready);
+  }
+
+  get unterminated(): readonly string[] {
+    return [...this.running];
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.outbox.prepare();
+    const sub = (this.log as EventLog<CouncilEvent>).subscribe([COUNCIL_RUN_CATEGORY], 'start', (e) => this.apply(e));
+    this.subscription = sub;
+    sub.closed.catch((err: Error) => this.logger.error(`council-run subscription ended: ${err.message}`));
+    await sub.caughtUp;
+    for (const runId of this.running) await this.driver.resume(runId);
+    if (this.running.size > 0) this.logger.log(`resumed ${this.running.size} unterminated run(s) from the log`);
+    this.ready = true;
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.ready = false;
+    await this.subscription?.stop();
+  }
+
+  private async apply(stored: StoredEvent<CouncilEvent>): Promise<void> {
+    const { event } = stored;
+    const runId = event.correlation_id;
+    if (event.type === E.RunStarted) this.running.add(runId);
+    else if (event.type === E.RunTerminated) this.running.delete(runId);
+    await this.outbox.observe(stored);
+    if (this.ready && stored.endOfCommit) this.driver.observed(runId, event.event_id);
+  }
+}

@@ -1,0 +1,26 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { CouncilEvent, CouncilRunState, councilRunStream, EMPTY_RUN, foldRun } from '@conclave/council-protocol';
+import type { AppendResult, EventLog, ExpectedVersion, StreamVersion } from '@conclave/event-log';
+import { EVENT_LOG } from '@conclave/service-kit';
+
+export interface LoadedRun {
+  state: CouncilRunState;
+  /** The stream's version to pass back as `expected` on the next append. */
+  version: StreamVersion | 'no_stream';
+}
+
+/** The run's stream `council-run-<id>` in the event log: read and fold, append with the expected version. */
+@Injectable()
+export class RunRepository {
+  constructor(@Inject(EVENT_LOG) private readonly log: EventLog) {}
+
+  async load(runId: string): Promise<LoadedRun> {
+    const read = await (this.log as EventLog<CouncilEvent>).read(councilRunStream(runId));
+    if (!read.exists) return { state: EMPTY_RUN, version: 'no_stream' };
+    return { state: foldRun(read.events.map((e) => e.event)), version: read.version };
+  }
+
+  append(runId: string, events: readonly CouncilEvent[], expected: ExpectedVersion): Promise<AppendResult> {
+    return (this.log as EventLog<CouncilEvent>).append(councilRunStream(runId), events, expected);
+  }
+}
