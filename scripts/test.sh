@@ -18,7 +18,7 @@ npx nx run-many -t lint --skip-nx-cache --outputStyle=static
 echo "[test] jest: unit, contract, integration and end-to-end" >&2
 mkdir -p .data
 set +e
-npx jest --ci --json --outputFile=.data/jest-results.json "$@"
+npx jest --ci --maxWorkers=2 --json --outputFile=.data/jest-results.json "$@"
 status=$?
 set -e
 node scripts/print-summary.cjs .data/jest-results.json || true
