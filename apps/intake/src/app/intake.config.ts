@@ -1,8 +1,8 @@
 import { Expose, Type } from 'class-transformer';
 import { IsInt, Max, Min } from 'class-validator';
-import { ServiceConfig } from '@conclave/service-kit';
+import { AuthenticatedServiceConfig } from '@conclave/service-kit';
 
-export class IntakeConfig extends ServiceConfig {
+export class IntakeConfig extends AuthenticatedServiceConfig {
   /** Largest request body; larger ones get PAYLOAD_TOO_LARGE and change nothing. */
   @Expose({ name: 'CONCLAVE_MAX_PAYLOAD_BYTES' })
   @Type(() => Number)

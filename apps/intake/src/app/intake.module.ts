@@ -1,11 +1,15 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { CommandContext, ProposalStore, ServiceKitModule } from '@conclave/service-kit';
+import { authProviders, ProposalStore, ServiceKitModule } from '@conclave/service-kit';
 import { EscalateProposalHandler } from './escalate-proposal.handler';
 import { IntakeConfig } from './intake.config';
 import { IntakeController } from './intake.controller';
+import { ParticipantsController } from './participants.controller';
 import { ProposalIndex } from './proposal-index';
+import { ProposalLabels } from './proposal-labels';
 import { ProposalQueries } from './proposal-queries';
+import { ProposalView } from './proposal-view';
 import { RecordResponseHandler } from './record-response.handler';
+import { RegistryCommands } from './registry-commands';
 import { SubmitProposalHandler } from './submit-proposal.handler';
 
 @Module({})
@@ -14,15 +18,18 @@ export class IntakeModule {
     return {
       module: IntakeModule,
       imports: [ServiceKitModule.forRoot('intake', config)],
-      controllers: [IntakeController],
+      controllers: [IntakeController, ParticipantsController],
       providers: [
+        ...authProviders,
         ProposalStore,
         ProposalIndex,
-        CommandContext,
+        ProposalLabels,
+        ProposalView,
         SubmitProposalHandler,
         RecordResponseHandler,
         EscalateProposalHandler,
         ProposalQueries,
+        RegistryCommands,
       ],
     };
   }

@@ -160,8 +160,9 @@ export interface RespondRequest {
   participant_id: string;
   response_type: ResponseType;
   confidence: number;
-  domain_authority: number;
-  trust_score: number;
+  /** Absent: the participant registry's value for the proposal's domain (DESIGN section 6). */
+  domain_authority?: number;
+  trust_score?: number;
   reason: string | null;
   /** Absent: the edge stamps `now`. */
   timestamp?: string;

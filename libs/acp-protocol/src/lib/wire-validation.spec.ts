@@ -147,6 +147,11 @@ describe('12.3 / 12.4 / DESIGN 5 respond request', () => {
     }
     expectFailure(() => parseRespondRequest({ ...respond, proposal_id: 'abc' }), 'INVALID_ID', 'proposal_id');
     expectFailure(() => parseRespondRequest({ ...respond, reason: 5 }), 'SCHEMA_VIOLATION', 'reason');
+    // DESIGN 6: the registry supplies the factors; when sent they are still checked.
+    const { domain_authority: _da, trust_score: _ts, ...bare } = respond;
+    expect(parseRespondRequest(bare)).not.toHaveProperty('domain_authority');
+    expectFailure(() => parseRespondRequest({ ...respond, domain_authority: 2 }), 'SCHEMA_VIOLATION', 'domain_authority');
+    expectFailure(() => parseRespondRequest({ ...respond, trust_score: 'high' }), 'SCHEMA_VIOLATION', 'trust_score');
   });
 });
 

@@ -217,8 +217,9 @@ class RespondRequestDto {
   @Expose() @IsDefined() @IsString() @Length(...ID_LENGTH) participant_id!: unknown;
   @Expose() @IsDefined() @IsIn(RESPONSE_TYPES) response_type!: unknown;
   @Expose() @IsDefined() @IsNumber(FINITE) @Min(0) @Max(1) confidence!: unknown;
-  @Expose() @IsDefined() @IsNumber(FINITE) @Min(0) @Max(1) domain_authority!: unknown;
-  @Expose() @IsDefined() @IsNumber(FINITE) @Min(0) @Max(1) trust_score!: unknown;
+  // Optional: by default the participant registry supplies them (DESIGN 6); checked when sent.
+  @Expose() @IfPresent('domain_authority') @IsNumber(FINITE) @Min(0) @Max(1) domain_authority?: unknown;
+  @Expose() @IfPresent('trust_score') @IsNumber(FINITE) @Min(0) @Max(1) trust_score?: unknown;
   @Expose() @IfPresent('reason') @IsStringOrNull() reason?: unknown;
   @Expose() @IfPresent('timestamp') @IsUtcTimestamp() timestamp?: unknown;
 }
@@ -429,7 +430,10 @@ export function parseProposeRequest(input: unknown): ProposeRequest {
   });
 }
 
-/** Body of `acp.v1.respond`: a Response plus proposal_id. A sent `weight` is ignored (DESIGN 2). */
+/**
+ * Body of `acp.v1.respond`: a Response plus proposal_id. A sent `weight` is ignored (DESIGN 2).
+ * `domain_authority` and `trust_score` may be left out: the edge takes them from the registry.
+ */
 export function parseRespondRequest(input: unknown): RespondRequest {
   const v = validate(RespondRequestDto, input, 'respond request', true);
   return stripUndefined({
@@ -438,8 +442,8 @@ export function parseRespondRequest(input: unknown): RespondRequest {
     participant_id: v['participant_id'] as string,
     response_type: v['response_type'] as RespondRequest['response_type'],
     confidence: v['confidence'] as number,
-    domain_authority: v['domain_authority'] as number,
-    trust_score: v['trust_score'] as number,
+    domain_authority: v['domain_authority'] as number | undefined,
+    trust_score: v['trust_score'] as number | undefined,
     reason: (v['reason'] as string | null | undefined) ?? null,
     timestamp: v['timestamp'] as string | undefined,
   });

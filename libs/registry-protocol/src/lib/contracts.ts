@@ -74,3 +74,27 @@ export const AUTH_HEADERS = {
   /** Optional: which of the participant's keys signed (else every active key is tried). */
   keyId: 'Conclave-Key-Id',
 } as const;
+
+/**
+ * NATS patterns of the registry and audit APIs, relative to the ACP prefix (the subject is
+ * `<prefix>.<pattern>`, e.g. `acp.v1.participants.register`). Registry commands are served by
+ * intake and need the administrator role; audit queries are served by the audit service.
+ */
+export const REGISTRY_PATTERNS = {
+  register: 'v1.participants.register',
+  update: 'v1.participants.update',
+  rotateKey: 'v1.participants.rotate-key',
+  revokeKey: 'v1.participants.revoke-key',
+  grant: 'v1.participants.grant',
+  revokeGrant: 'v1.participants.revoke-grant',
+  deactivate: 'v1.participants.deactivate',
+  get: 'v1.participants.get',
+  list: 'v1.participants.list',
+} as const;
+
+export const AUDIT_PATTERNS = {
+  query: 'v1.audit.query',
+  head: 'v1.audit.head',
+} as const;
+
+export const AUDIT_QUEUE_GROUP = 'conclave-audit';
