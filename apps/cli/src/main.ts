@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { Command } from 'commander';
 import { ConclaveClient, ConclaveError } from '@conclave/sdk';
-import { runDemo } from './commands/demo.command';
+import { runCouncilDemo, runDemo } from './commands/demo.command';
+import { registerCouncilCommands } from './commands/council.command';
 import { formatDecision, OUTCOME_EXIT_CODES } from './format';
 
 // The CLI is an edge: it may read the environment for defaults (flags win).
@@ -30,6 +31,9 @@ program
     withClient(async (client, json) => {
       const decisions = await runDemo(client, (line) => !json && console.log(line));
       if (json) decisions.forEach((d) => console.log(JSON.stringify(d)));
+      const { streamSuffix } = program.opts<{ streamSuffix: string }>();
+      const council = await runCouncilDemo(client.nc, (line) => !json && console.log(line), { prefix: process.env['CONCLAVE_COUNCIL_PREFIX'], streamSuffix });
+      if (json) console.log(JSON.stringify(council));
     }),
   );
 
@@ -71,6 +75,8 @@ program
       }
     }),
   );
+
+registerCouncilCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof ConclaveError) {

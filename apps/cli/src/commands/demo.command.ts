@@ -106,3 +106,6 @@ export async function runDemo(client: ConclaveClient, print: (line: string) => v
     clearTimeout(timer);
   }
 }
+
+/** After the ACP scenarios, the demo runs a small council (scripted members) and prints its DecisionRecord with dissent. */
+export { runCouncilDemo } from './council-demo.command';
