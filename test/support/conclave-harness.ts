@@ -10,18 +10,21 @@ import { ResolverConfig } from '../../apps/resolver/src/app/resolver.config';
 import { startResolver } from '../../apps/resolver/src/app/resolver.app';
 import { SweeperConfig } from '../../apps/sweeper/src/app/sweeper.config';
 import { startSweeper } from '../../apps/sweeper/src/app/sweeper.app';
+import { EscalationConfig } from '../../apps/escalation/src/app/escalation.config';
+import { startEscalation } from '../../apps/escalation/src/app/escalation.app';
 import { CouncilConfig } from '../../apps/council/src/app/council.config';
 import { startCouncil } from '../../apps/council/src/app/council.app';
 
 export const NATS_URL = process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222';
 
-export type ServiceName = 'intake' | 'resolver' | 'sweeper' | 'council';
+export type ServiceName = 'intake' | 'resolver' | 'sweeper' | 'council' | 'escalation';
 
 const starters: Record<ServiceName, (env: Record<string, string>) => Promise<INestApplication>> = {
   intake: (env) => startIntake(loadConfig(IntakeConfig, env)),
   resolver: (env) => startResolver(loadConfig(ResolverConfig, env)),
   sweeper: (env) => startSweeper(loadConfig(SweeperConfig, env)),
   council: (env) => startCouncil(loadConfig(CouncilConfig, env)),
+  escalation: (env) => startEscalation(loadConfig(EscalationConfig, env)),
 };
 
 export interface Instance {

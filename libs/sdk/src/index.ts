@@ -1,5 +1,5 @@
 export { ConclaveClient } from './lib/conclave-client';
-export type { ConclaveClientOptions, ProposeInput, VoteInput, ListQuery, DecisionsOptions } from './lib/conclave-client';
+export type { ConclaveClientOptions, ProposeInput, VoteInput, ListQuery, DecisionsOptions, EscalationQuery, EscalationSummary, EscalationView } from './lib/conclave-client';
 export { ConclaveError, ConclaveUnavailableError } from './lib/conclave-error';
 export { CouncilMember, CouncilClient, CouncilRequestError } from './lib/council-member';
 export type { CouncilTask, CouncilTaskContext, CouncilTaskHandler, CouncilMemberOptions, CouncilVerdict, CouncilDecisionMessage } from './lib/council-member';

@@ -1,4 +1,4 @@
-import type { DecisionEvent, Proposal, ProposalStatus } from '@conclave/acp-protocol';
+import type { DecisionEvent, EscalationMetadata, Proposal, ProposalStatus, Resolution } from '@conclave/acp-protocol';
 import { acpStreamNames, acpSubjects, AcpSubjects, ErrorReply, OkReply } from '@conclave/messaging';
 import { AckPolicy, connect, DeliverPolicy, headers, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import { ConclaveError, ConclaveUnavailableError } from './conclave-error';
@@ -60,6 +60,42 @@ export interface DecisionsOptions {
   since?: Date;
 }
 
+/** Filters of the escalation inbox. */
+export interface EscalationQuery {
+  status?: 'open' | 'resolved' | 'expired' | 'all';
+  domain?: string;
+  assignee?: string;
+  limit?: number;
+}
+
+/** One escalation as the escalation service's desk sees it (see docs/escalation.md). */
+export interface EscalationSummary {
+  proposal_id: string;
+  domain: string;
+  status: 'open' | 'resolved' | 'expired';
+  escalation_id: string;
+  escalation: EscalationMetadata;
+  votes_for: number;
+  votes_against: number;
+  assignees: string[];
+  routed: boolean;
+  route_id: string | null;
+  payload_hash: string | null;
+  next_step: number;
+  next_step_due_at: string | null;
+  sign_offs: Array<{ by: string; outcome: 'approved' | 'rejected'; note: string | null; at: string }>;
+  resolution: Resolution | null;
+  updated_at: string;
+  [extension: string]: unknown;
+}
+
+export interface EscalationView {
+  escalation: EscalationSummary;
+  proposal: Proposal;
+  votes: { for: number; against: number; responses: number };
+  binding: { escalation_id: string; payload_hash: string };
+}
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -106,11 +142,27 @@ export class ConclaveClient {
     return (await this.command<{ proposal: Proposal }>('escalate', { proposal_id: proposalId, ...request })).proposal;
   }
 
+  /**
+   * A human resolution of an escalated proposal. `escalation_id` and `payload_hash` (from
+   * `escalation()`'s `binding`) bind it to the exact escalation the human saw; a human resolver
+   * token goes in the `sign` hook as `Authorization: Bearer <token>`.
+   */
   async resolve(
     proposalId: string,
-    request: { outcome: 'approved' | 'rejected'; resolved_by: string; note: string },
+    request: { outcome: 'approved' | 'rejected'; resolved_by?: string; note: string; escalation_id?: string; payload_hash?: string },
   ): Promise<Proposal> {
     return (await this.command<{ proposal: Proposal }>('resolve', { proposal_id: proposalId, ...request })).proposal;
+  }
+
+  /** The escalation service's inbox (`<prefix>.v1.escalation.list`): open escalations by default. */
+  async escalations(query: EscalationQuery = {}): Promise<EscalationSummary[]> {
+    return (await this.request<{ escalations: EscalationSummary[] }>(`${this.subjects.prefix}.v1.escalation.list`, query)).escalations;
+  }
+
+  /** One escalation with its proposal, vote totals and the binding a resolution should carry. */
+  async escalation(proposalId: string): Promise<EscalationView> {
+    const { escalation, proposal, votes, binding } = await this.request<EscalationView>(`${this.subjects.prefix}.v1.escalation.get`, { proposal_id: proposalId });
+    return { escalation, proposal, votes, binding };
   }
 
   async get(proposalId: string): Promise<Proposal> {
@@ -163,8 +215,11 @@ export class ConclaveClient {
     return this.command<{ proposal: Proposal }>('respond', body).then((r) => r.proposal);
   }
 
-  private async command<T extends object>(name: Parameters<AcpSubjects['command']>[0], body: object): Promise<T> {
-    const subject = this.subjects.command(name);
+  private command<T extends object>(name: Parameters<AcpSubjects['command']>[0], body: object): Promise<T> {
+    return this.request<T>(this.subjects.command(name), body);
+  }
+
+  private async request<T extends object>(subject: string, body: object): Promise<T> {
     const bytes = encoder.encode(JSON.stringify(body));
     const extra = this.options.sign ? await this.options.sign(subject, bytes) : undefined;
     let data: Uint8Array;
