@@ -19,9 +19,12 @@ export class ResolveEscalationHandler {
   ) {}
 
   async handle(body: unknown, authorization: string | undefined): Promise<{ proposal: Proposal }> {
-    const withHuman = fillResolvedBy(body, this.humans, authorization);
-    const request = parseResolveRequest(withHuman);
-    const human = this.humans.authenticate(authorization, request.resolved_by);
+    // Who first (a missing or wrong token is UNAUTHENTICATED whatever the body says), then what.
+    const record = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+    const declared = typeof record?.['resolved_by'] === 'string' ? (record['resolved_by'] as string) : undefined;
+    const early = this.humans.required || authorization ? this.humans.authenticate(authorization, declared) : undefined;
+    const request = parseResolveRequest(early !== undefined && record ? { ...record, resolved_by: early } : body);
+    const human = early ?? this.humans.authenticate(undefined, request.resolved_by);
     await this.desk.route(request.proposal_id);
     const result = await this.store.execute({
       type: PROPOSAL_COMMAND_TYPES.ResolveEscalation,
@@ -30,11 +33,4 @@ export class ResolveEscalationHandler {
     });
     return { proposal: projectProposal(result.state) };
   }
-}
-
-/** With a token, `resolved_by` may be left out: the token names the human. */
-function fillResolvedBy(body: unknown, humans: HumanResolverTokens, authorization: string | undefined): unknown {
-  if (typeof body !== 'object' || body === null || Array.isArray(body) || (body as Record<string, unknown>)['resolved_by'] !== undefined) return body;
-  if (!authorization) return body;
-  return { ...body, resolved_by: humans.authenticate(authorization, undefined) };
 }
