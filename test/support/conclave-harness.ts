@@ -13,11 +13,15 @@ import { startSweeper } from '../../apps/sweeper/src/app/sweeper.app';
 import { EscalationConfig } from '../../apps/escalation/src/app/escalation.config';
 import { startEscalation } from '../../apps/escalation/src/app/escalation.app';
 import { CouncilConfig } from '../../apps/council/src/app/council.config';
+import { AuditConfig } from '../../apps/audit/src/app/audit.config';
+import { startAudit } from '../../apps/audit/src/app/audit.app';
+import { ed25519Signer, generateParticipantKeys, ParticipantKeyPair } from '@conclave/sdk';
+import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { startCouncil } from '../../apps/council/src/app/council.app';
 
 export const NATS_URL = process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222';
 
-export type ServiceName = 'intake' | 'resolver' | 'sweeper' | 'council' | 'escalation';
+export type ServiceName = 'intake' | 'resolver' | 'sweeper' | 'council' | 'escalation' | 'audit';
 
 const starters: Record<ServiceName, (env: Record<string, string>) => Promise<INestApplication>> = {
   intake: (env) => startIntake(loadConfig(IntakeConfig, env)),
@@ -25,6 +29,7 @@ const starters: Record<ServiceName, (env: Record<string, string>) => Promise<INe
   sweeper: (env) => startSweeper(loadConfig(SweeperConfig, env)),
   council: (env) => startCouncil(loadConfig(CouncilConfig, env)),
   escalation: (env) => startEscalation(loadConfig(EscalationConfig, env)),
+  audit: (env) => startAudit(loadConfig(AuditConfig, env)),
 };
 
 export interface Instance {
@@ -87,7 +92,7 @@ export class ConclaveHarness {
     this.instances.length = 0;
     const jsm = await this.nc.jetstreamManager();
     const streams = acpStreamNames(this.run);
-    const names = [this.env['CONCLAVE_EVENT_STREAM'], streams.decisions, streams.proposals, streams.escalations, streams.councilDecisions, `KV_EVT_${this.run}_CHECKPOINTS`];
+    const names = [this.env['CONCLAVE_EVENT_STREAM'], streams.decisions, streams.proposals, streams.escalations, streams.councilDecisions, `KV_EVT_${this.run}_CHECKPOINTS`, `EVT_${this.run}_AUDIT`, `KV_EVT_${this.run}_NONCES`];
     for (const name of names) await jsm.streams.delete(name).catch(() => undefined);
     await this.nc.drain();
   }
@@ -101,5 +106,62 @@ export async function eventually<T>(check: () => Promise<T | undefined>, timeout
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** A participant the secure harness registers, with its grants (DESIGN section 6). */
+export interface SeededParticipant {
+  participant_id: string;
+  roles?: Array<'agent' | 'human-resolver' | 'administrator'>;
+  clearance?: 'public' | 'internal' | 'confidential' | 'restricted';
+  grants?: Array<{ domain: string; domain_authority: number; trust_score: number; actions?: string[] }>;
+}
+
+/**
+ * The harness with CONCLAVE_AUTH_MODE=required: a bootstrap administrator (`admin`, its key made
+ * here), a registry seeded through the signed registry API, and a signing client per participant.
+ */
+export class SecureConclaveHarness extends ConclaveHarness {
+  readonly keys = new Map<string, ParticipantKeyPair>();
+  readonly clients = new Map<string, ConclaveClient>();
+  admin!: ConclaveClient;
+
+  constructor(extraEnv: Record<string, string> = {}) {
+    const admin = generateParticipantKeys();
+    super({ CONCLAVE_AUTH_MODE: 'required', CONCLAVE_BOOTSTRAP_ADMIN: `admin=${admin.publicKey}`, ...extraEnv });
+    this.keys.set('admin', admin);
+  }
+
+  override async start(...names: ServiceName[]): Promise<this> {
+    await super.start(...names);
+    this.admin = await this.clientFor('admin');
+    return this;
+  }
+
+  /** Registers each participant with a fresh key and its grants. */
+  async seed(participants: SeededParticipant[]): Promise<void> {
+    for (const p of participants) {
+      const keys = generateParticipantKeys();
+      this.keys.set(p.participant_id, keys);
+      await this.admin.call(REGISTRY_PATTERNS.register, {
+        participant_id: p.participant_id,
+        roles: p.roles ?? ['agent'],
+        public_key: keys.publicKey,
+        ...(p.clearance ? { clearance: p.clearance } : {}),
+      });
+      for (const g of p.grants ?? []) await this.admin.call(REGISTRY_PATTERNS.grant, { participant_id: p.participant_id, ...g });
+    }
+  }
+
+  /** A client that signs as `participantId` (with its seeded key unless another is given). */
+  async clientFor(participantId: string, privateKeyPem?: string): Promise<ConclaveClient> {
+    const key = privateKeyPem ?? this.keys.get(participantId)?.privateKeyPem;
+    if (!key) throw new Error(`no key for ${participantId}`);
+    const cacheable = privateKeyPem === undefined;
+    const existing = cacheable ? this.clients.get(participantId) : undefined;
+    if (existing) return existing;
+    const client = await ConclaveClient.connect({ nc: this.nc, prefix: this.prefix, streamSuffix: this.run, signer: ed25519Signer(participantId, key) });
+    if (cacheable) this.clients.set(participantId, client);
+    return client;
   }
 }

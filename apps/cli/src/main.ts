@@ -4,6 +4,8 @@ import { ConclaveClient, ConclaveError } from '@conclave/sdk';
 import { runCouncilDemo, runDemo } from './commands/demo.command';
 import { registerCouncilCommands } from './commands/council.command';
 import { formatDecision, OUTCOME_EXIT_CODES } from './format';
+import { registerParticipantCommands } from './commands/participants.command';
+import { registerAuditCommands } from './commands/audit.command';
 
 // The CLI is an edge: it may read the environment for defaults (flags win).
 const program = new Command()
@@ -77,6 +79,9 @@ program
   );
 
 registerCouncilCommands(program);
+
+registerParticipantCommands(program);
+registerAuditCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof ConclaveError) {

@@ -25,6 +25,8 @@ export interface AuditEntryContent {
   /** The log stream and event id it comes from. */
   stream: string;
   source_id: string;
+  /** The source event's position in the log (where the audit service resumes after a restart). */
+  position?: string;
   /** Rejections: the error code and message. */
   error?: { code: string; message: string; field?: string };
 }

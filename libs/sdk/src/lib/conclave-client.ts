@@ -15,6 +15,8 @@ export interface ConclaveClientOptions {
   timeoutMs?: number;
   /** Hook that adds authentication headers to each command (see the security docs). */
   sign?: (subject: string, body: Uint8Array) => Promise<Record<string, string>> | Record<string, string>;
+  /** Signs every command as a registered participant: `signer: ed25519Signer(participantId, privateKey)` (used when `sign` is absent). */
+  signer?: (subject: string, body: Uint8Array) => Promise<Record<string, string>> | Record<string, string>;
 }
 
 /** What an agent sends to propose; the service fills status, responses and resolution. */
@@ -215,13 +217,22 @@ export class ConclaveClient {
     return this.command<{ proposal: Proposal }>('respond', body).then((r) => r.proposal);
   }
 
+  /**
+   * Any other request of the deployment's API, by its pattern relative to the prefix (e.g.
+   * `v1.participants.list`, `v1.audit.query`), signed like every command.
+   */
+  call<T extends object>(pattern: string, body: object = {}): Promise<T> {
+    return this.request<T>(`${this.subjects.prefix}.${pattern}`, body);
+  }
+
   private command<T extends object>(name: Parameters<AcpSubjects['command']>[0], body: object): Promise<T> {
     return this.request<T>(this.subjects.command(name), body);
   }
 
   private async request<T extends object>(subject: string, body: object): Promise<T> {
     const bytes = encoder.encode(JSON.stringify(body));
-    const extra = this.options.sign ? await this.options.sign(subject, bytes) : undefined;
+    const sign = this.options.sign ?? this.options.signer;
+    const extra = sign ? await sign(subject, bytes) : undefined;
     let data: Uint8Array;
     try {
       const h = extra ? headers() : undefined;

@@ -1,0 +1,131 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import type { EventLog, StoredEvent, Subscription } from '@conclave/event-log';
+import { ensureStream, isNotFound } from '@conclave/messaging';
+import { AuditEntry, chainEntry, GENESIS_HASH } from '@conclave/registry-protocol';
+import { EVENT_LOG, NATS_CONNECTION, Readiness, SERVICE_CONFIG, ServiceConfig, sha256Hex } from '@conclave/service-kit';
+import { JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
+import { auditContentOf } from './audit-entry';
+
+export interface AuditQuery {
+  proposal_id?: string;
+  actor?: string;
+  action?: string;
+  outcome?: 'recorded' | 'rejected';
+  /** Entries with seq greater than this (paging). */
+  after_seq?: number;
+  limit?: number;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * The tamper-evident audit log (RFC 14.6): every event of the log, rejections included (intake
+ * appends them to `audit-rejections`), becomes one entry of a SHA-256 hash chain, stored as one
+ * message per entry in the JetStream stream `<event stream>_AUDIT` (file storage, entry seq =
+ * stream seq, each publish expects the previous sequence, so nothing interleaves and a second
+ * writer fails fast). Each entry holds the source event's log position: after a restart the
+ * service resumes the chain right after the last entry, never twice, never skipping.
+ *
+ * Entries are also held in memory for queries (fine to millions of entries; beyond that,
+ * queries should read the stream).
+ */
+@Injectable()
+export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(AuditLog.name);
+  private readonly entries: AuditEntry[] = [];
+  private readonly payloadHashes = new Map<string, string>();
+  private readonly stream: string;
+  private readonly subject: string;
+  private subscription: Subscription | undefined;
+  private caughtUp = false;
+  private js!: JetStreamClient;
+
+  constructor(
+    @Inject(EVENT_LOG) private readonly log: EventLog,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    @Inject(SERVICE_CONFIG) private readonly config: ServiceConfig,
+    readiness: Readiness,
+  ) {
+    this.stream = `${config.eventStream}_AUDIT`;
+    this.subject = `${config.eventSubjectPrefix}.audit.chain`;
+    readiness.register('audit-chain', () => this.caughtUp);
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const jsm = await this.nc.jetstreamManager();
+    this.js = this.nc.jetstream();
+    await ensureStream(jsm, { name: this.stream, subjects: [this.subject], replicas: this.config.logReplicas, duplicateWindowMs: 60_000 });
+    await this.loadEntries(jsm);
+    const from = this.last?.position ?? 'start';
+    const sub = this.log.subscribe('*', from, (e) => this.append(e));
+    this.subscription = sub;
+    sub.closed.catch((err: Error) => this.logger.error(`audit subscription stopped: ${err.message}`));
+    await sub.caughtUp;
+    this.caughtUp = true;
+    this.logger.log(`audit chain at seq ${this.head.seq}, resuming after ${from}`);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.caughtUp = false;
+    await this.subscription?.stop();
+  }
+
+  get head(): { seq: number; hash: string } {
+    const last = this.last;
+    return last ? { seq: last.seq, hash: last.hash } : { seq: 0, hash: GENESIS_HASH };
+  }
+
+  query(q: AuditQuery): { entries: AuditEntry[]; head: { seq: number; hash: string }; next_after_seq: number | null } {
+    const limit = Math.min(Math.max(q.limit ?? 100, 1), 1_000);
+    const out: AuditEntry[] = [];
+    let more = false;
+    for (let i = q.after_seq ?? 0; i < this.entries.length; i++) {
+      const e = this.entries[i];
+      if (q.proposal_id !== undefined && e.proposal_id !== q.proposal_id) continue;
+      if (q.actor !== undefined && e.actor !== q.actor) continue;
+      if (q.action !== undefined && e.action !== q.action) continue;
+      if (q.outcome !== undefined && e.outcome !== q.outcome) continue;
+      if (out.length === limit) {
+        more = true;
+        break;
+      }
+      out.push(e);
+    }
+    return { entries: out, head: this.head, next_after_seq: more ? out[out.length - 1].seq : null };
+  }
+
+  /** The whole chain as JSON Lines, from the genesis: the input of `conclave audit verify`. */
+  exportJsonl(): string {
+    return this.entries.map((e) => JSON.stringify(e)).join('\n') + (this.entries.length ? '\n' : '');
+  }
+
+  private get last(): AuditEntry | undefined {
+    return this.entries[this.entries.length - 1];
+  }
+
+  private async append(stored: StoredEvent): Promise<void> {
+    const last = this.last;
+    if (last?.position !== undefined && stored.position <= last.position) return;
+    const entry = chainEntry(last, auditContentOf(stored, this.payloadHashes), sha256Hex);
+    await this.js.publish(this.subject, encoder.encode(JSON.stringify(entry)), {
+      msgID: `audit-${entry.seq}`,
+      expect: { lastSequence: entry.seq - 1 },
+    });
+    this.entries.push(entry);
+  }
+
+  private async loadEntries(jsm: JetStreamManager): Promise<void> {
+    const info = await jsm.streams.info(this.stream);
+    for (let seq = info.state.first_seq; seq > 0 && seq <= info.state.last_seq; seq++) {
+      try {
+        const m = await jsm.streams.getMessage(this.stream, { seq });
+        const entry = JSON.parse(decoder.decode(m.data)) as AuditEntry;
+        this.entries.push(entry);
+        if (entry.proposal_id && entry.payload_hash && entry.action === 'ProposalSubmitted') this.payloadHashes.set(entry.proposal_id, entry.payload_hash);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+  }
+}

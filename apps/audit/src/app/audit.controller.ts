@@ -1,0 +1,82 @@
+import { Controller, Get, Header, Query, UseFilters } from '@nestjs/common';
+import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
+import { AcpError } from '@conclave/acp-protocol';
+import { okReply, PassThroughRpcExceptionFilter, PlainNatsContext } from '@conclave/messaging';
+import { AUDIT_PATTERNS } from '@conclave/registry-protocol';
+import { CommandContext } from '@conclave/service-kit';
+import { AuditLog, AuditQuery } from './audit-log';
+
+/**
+ * `<prefix>.v1.audit.query` and `<prefix>.v1.audit.head` over NATS, for administrators (signed
+ * like every command when auth is required).
+ */
+@Controller()
+@UseFilters(PassThroughRpcExceptionFilter)
+export class AuditNatsController {
+  constructor(
+    private readonly audit: AuditLog,
+    private readonly context: CommandContext,
+  ) {}
+
+  @MessagePattern(AUDIT_PATTERNS.query)
+  async onQuery(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
+    this.context.requireRole(await this.context.authenticate(request), 'administrator');
+    return okReply(this.audit.query(parseQuery(body)));
+  }
+
+  @MessagePattern(AUDIT_PATTERNS.head)
+  async onHead(@Payload() _body: unknown, @Ctx() request: PlainNatsContext) {
+    this.context.requireRole(await this.context.authenticate(request), 'administrator');
+    return okReply({ head: this.audit.head });
+  }
+}
+
+/**
+ * HTTP on the service's internal port (with health and metrics): `GET /audit/entries`,
+ * `GET /audit/head`, `GET /audit/export` (JSON Lines). Not authenticated: keep the port
+ * internal (docs/security.md); entries hold actors and hashes, never payloads.
+ */
+@Controller('audit')
+export class AuditHttpController {
+  constructor(private readonly audit: AuditLog) {}
+
+  @Get('entries')
+  entries(@Query() query: Record<string, string>) {
+    return this.audit.query(parseQuery(query));
+  }
+
+  @Get('head')
+  head() {
+    return this.audit.head;
+  }
+
+  @Get('export')
+  @Header('Content-Type', 'application/x-ndjson')
+  export(): string {
+    return this.audit.exportJsonl();
+  }
+}
+
+function parseQuery(input: unknown): AuditQuery {
+  if (typeof input !== 'object' || input === null) throw new AcpError('SCHEMA_VIOLATION', 'query must be a JSON object');
+  const b = input as Record<string, unknown>;
+  const q: AuditQuery = {};
+  for (const f of ['proposal_id', 'actor', 'action'] as const) {
+    if (b[f] !== undefined) {
+      if (typeof b[f] !== 'string') throw new AcpError('SCHEMA_VIOLATION', `${f} must be a string`, f);
+      q[f] = b[f] as string;
+    }
+  }
+  if (b['outcome'] !== undefined) {
+    if (b['outcome'] !== 'recorded' && b['outcome'] !== 'rejected') throw new AcpError('SCHEMA_VIOLATION', 'outcome must be recorded or rejected', 'outcome');
+    q.outcome = b['outcome'];
+  }
+  for (const f of ['after_seq', 'limit'] as const) {
+    if (b[f] !== undefined) {
+      const n = Number(b[f]);
+      if (!Number.isSafeInteger(n) || n < 0) throw new AcpError('SCHEMA_VIOLATION', `${f} must be a non-negative integer`, f);
+      q[f] = n;
+    }
+  }
+  return q;
+}
