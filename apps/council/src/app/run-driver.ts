@@ -1,6 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import {
   COUNCIL_COMMAND_TYPES as C,
+  ControllerAction,
   CouncilCommand,
   CouncilError,
   CouncilErrorBody,
@@ -10,6 +11,7 @@ import {
   controllerEvents,
   decide,
   decideNext,
+  evolveRunInPlace,
   foldRun,
   nextWakeAt,
   pendingTaskRequests,
@@ -92,12 +94,24 @@ class RunLoop {
     }).catch((err: unknown) => this.failed('refresh', err));
   }
 
-  /** Decides a command from outside the loop (human, member correction), appends it, steps. */
+  /**
+   * Decides a command from outside the loop (a member's reply, a human), then what the controller
+   * does next on the resulting state, and appends both in one atomic commit: the reply that
+   * closes a stage and the next stage's tasks cost one append on the run's critical path.
+   */
   async execute(build: CommandBuilder): Promise<CouncilRunState> {
     return this.exec(async () => {
       for (let attempt = 0; ; attempt++) {
-        const events = decide(build(this.state, this.now()), this.state);
-        if (events.length === 0 || (await this.append(events))) break;
+        const now = this.now();
+        const events = decide(build(this.state, now), this.state);
+        if (events.length === 0) break;
+        const after = foldRun(events, this.state); // a private copy: folded further in place below
+        const actions = decideNext(after, now, { subjectPrefix: this.subjectPrefix });
+        const next = controllerEvents(actions).reduce(evolveRunInPlace, after);
+        if (await this.append([...events, ...controllerEvents(actions)], next)) {
+          this.sendIssued(actions);
+          break;
+        }
         if (attempt >= MAX_CONFLICTS) throw new CouncilError('INTERNAL', 'the run kept changing under the command; retry');
       }
       await this.step();
@@ -124,10 +138,7 @@ class RunLoop {
         if (++conflicts > MAX_CONFLICTS) return this.retryLater();
         continue;
       }
-      // Only once the decision is in the log: send from the logged task, so a retry after a
-      // duplicate append sends exactly what the log holds.
-      const issued = new Set(taskRequests(actions).map((t) => t.request.task_id));
-      for (const t of pendingTaskRequests(this.state, this.subjectPrefix)) if (issued.has(t.request.task_id)) this.send(t.request);
+      this.sendIssued(actions);
     }
     if (this.state.status !== 'running') {
       clearTimeout(this.timer);
@@ -137,15 +148,25 @@ class RunLoop {
     this.schedule();
   }
 
+  /**
+   * Only once the decision is in the log: sends the tasks it issued, from the logged task, so a
+   * retry after a duplicate append sends exactly what the log holds.
+   */
+  private sendIssued(actions: ControllerAction[]): void {
+    const issued = new Set(taskRequests(actions).map((t) => t.request.task_id));
+    if (issued.size === 0) return;
+    for (const t of pendingTaskRequests(this.state, this.subjectPrefix)) if (issued.has(t.request.task_id)) this.send(t.request);
+  }
+
   /** Appends events decided on `this.state`. False when the log had moved on (the state is reloaded). */
-  private async append(events: CouncilEvent[]): Promise<boolean> {
+  private async append(events: CouncilEvent[], folded?: CouncilRunState): Promise<boolean> {
     try {
       const result = await this.deps.repo.append(this.runId, events, this.version);
       if (result.duplicate) {
         await this.reload();
         return true;
       }
-      this.state = foldRun(events, this.state);
+      this.state = folded ?? foldRun(events, this.state);
       this.version = result.version;
       return true;
     } catch (err) {

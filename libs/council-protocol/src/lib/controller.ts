@@ -21,11 +21,11 @@ import { proposalTaskInputs } from './independent-proposal';
 import { stageTimeoutMs } from './policy';
 import { assignAnonymousLabels, reviewTargetsFor, reviewTaskInputs, blindCandidate, blindReview, scrubMemberIds } from './review-and-anonymity';
 import { activeMembersWithRole, currentCandidateIds, tasksOf } from './run-queries';
-import { ActiveRun, CouncilRunState, RunData, evolveRun } from './state';
+import { ActiveRun, CouncilRunState, RunData, evolveRun, evolveRunInPlace } from './state';
 import { revisionTaskInputs } from './targeted-revision';
 import { synthesisTaskInputs, nextChair } from './chair-and-synthesis';
 import { CouncilStage } from './contracts';
-import { instantMs, isoFromMs } from './validation';
+import { clone, instantMs, isoFromMs } from './validation';
 
 /** What a member receives on `council.v1.tasks.<member_id>` (DESIGN.md section 5). */
 export interface CouncilTaskRequest {
@@ -81,14 +81,21 @@ export function decideNext(state: CouncilRunState, now: string, options: Control
   instantMs(now, 'now');
   if (state.status !== 'running') return [];
   const actions: ControllerAction[] = [];
+  // A private copy of the run, made on the first action and folded in place after that.
   let s: CouncilRunState = state;
+  let owned = false;
   for (let i = 0; i < MAX_STEPS; i++) {
     if (s.status !== 'running') return actions;
     const step = nextStep(s, now, options);
     if (step.length === 0) return actions;
     for (const a of step) {
       actions.push(a);
-      s = evolveRun(s, a.event);
+      // Actions may reference parts of `s` (inputs, the goal contract): freeze their events
+      // before the in-place fold can touch the state they were built from.
+      a.event = clone(a.event) as never;
+      if (a.kind === 'IssueTask') a.request = clone(a.request);
+      s = owned ? evolveRunInPlace(s, a.event) : evolveRun(s, a.event);
+      owned = true;
     }
   }
   throw new CouncilError('INTERNAL', 'controller did not reach a waiting state');

@@ -215,6 +215,19 @@ function note(run: RunData, event: CouncilEvent, summary: string): void {
  * when the event was decided; evolve only records them.
  */
 export function evolveRun(state: CouncilRunState, event: CouncilEvent): CouncilRunState {
+  return applyEvent(state, event, true);
+}
+
+/**
+ * Fold one event into a state the caller owns, mutating it (a fold's private copy): the same
+ * rules as evolveRun without copying the whole run for each event. Event data is always copied
+ * into the state, never aliased, so later in-place folds never touch a caller's events.
+ */
+export function evolveRunInPlace(state: CouncilRunState, event: CouncilEvent): CouncilRunState {
+  return applyEvent(state, event, false);
+}
+
+function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean): CouncilRunState {
   if (event.type === E.RunStarted) {
     if (state.status !== 'empty') return state;
     const d = event.data;
@@ -266,7 +279,7 @@ export function evolveRun(state: CouncilRunState, event: CouncilEvent): CouncilR
   if (state.status === 'empty') return state;
   if (state.applied_event_ids[event.event_id]) return state;
 
-  const next = clone(state) as StartedRun;
+  const next = (copy ? clone(state) : state) as StartedRun;
   next.applied_event_ids[event.event_id] = true;
   next.version += 1;
   next.last_event_id = event.event_id;
@@ -453,7 +466,16 @@ export function evolveRun(state: CouncilRunState, event: CouncilEvent): CouncilR
 
 /** Fold a stream from the empty state. */
 export function foldRun(events: readonly CouncilEvent[], from: CouncilRunState = EMPTY_RUN): CouncilRunState {
-  return events.reduce(evolveRun, from);
+  // Copy `from` once (on the first event that changes it), then fold in place: O(events), not
+  // O(events × run size). The result never shares structure with `from`.
+  let state = from;
+  let owned = false;
+  for (const event of events) {
+    const before = state;
+    state = applyEvent(state, event, !owned);
+    if (state !== before) owned = true;
+  }
+  return state;
 }
 
 export function isStarted(state: CouncilRunState): state is StartedRun {
