@@ -129,13 +129,14 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
 
   it('a frame challenge accepted by the owner revises the GoalContract and restarts the proposal stage', async () => {
     const p = panelOf(tag(), { frameObserver: true });
-    const members = join([...p.proposers, p.chair, p.observer!], (id) => (id === p.observer ? frameChallengerBehaviour('gc-001') : cleanBehaviour()));
+    const observerId = p.observer ?? 'missing-observer';
+    const members = join([...p.proposers, p.chair, observerId], (id) => (id === observerId ? frameChallengerBehaviour('gc-001') : cleanBehaviour()));
     const runId = await c.client.start({
       goal_contract: scriptedGoalContract(),
       panel: p.panel,
       policy: policy({ stage_timeouts_ms: { 'frame-decision': 20_000 } }),
     });
-    const observer = members[p.observer!];
+    const observer = members[observerId];
     await observer.until(() => observer.verdicts.some((v) => v.task.stage === 'frame-check' && v.verdict.ok), 10_000, 'the frame challenge to be recorded');
     const revised = scriptedGoalContract({ goal_contract_id: 'gc-002', success_criteria: ['no billing downtime', 'auditable ledger', 'auditor sign-off'] });
     await c.client.reviseGoalContract({ run_id: runId, goal_contract: revised, frame_check_id: 'fc-1', actor: 'human-owner' });
@@ -146,6 +147,21 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
     expect(run.goal_contract_revisions.at(-1)).toMatchObject({ frame_check_id: 'fc-1', comparable: false, restarted: true });
     const proposals = members[p.proposers[0]].tasks.filter((t) => t.stage === 'proposal').map((t) => t.goal_contract.goal_contract_id);
     expect(proposals).toEqual(['gc-001', 'gc-002']);
+  });
+
+  it('a human interrupt stops a waiting run at once (budget-exhausted-best-checkpoint, human-interrupt); a later outcome is recorded', async () => {
+    const p = panelOf(tag());
+    const members = join([...p.proposers, p.chair], () => cleanBehaviour({ silent: (t) => t.stage === 'review' }));
+    const runId = await c.client.start({ goal_contract: scriptedGoalContract(), panel: p.panel, policy: policy({ stage_timeout_ms: 30_000 }) });
+    const all = Object.values(members);
+    await ScriptedMember.until(all, () => all.flatMap((m) => m.tasks).filter((t) => t.stage === 'review').length === 3, 10_000, 'the reviews to be sent');
+    await c.client.interrupt({ run_id: runId, reason: 'owner stopped the run', actor: 'human-owner' });
+    const d = await c.decisions.waitFor(runId);
+    expect(d).toMatchObject({ terminal_state: 'budget-exhausted-best-checkpoint', reason: 'human-interrupt', note: 'owner stopped the run', decision_record: null });
+    await c.client.recordOutcome({ run_id: runId, actor: 'human-owner', outcome: { outcome_id: 'o-1', observed_at: new Date().toISOString(), summary: 'migration postponed', source: 'ops review' } });
+    const run = await c.client.get(runId);
+    expect(run.outcomes).toEqual([expect.objectContaining({ outcome_id: 'o-1', summary: 'migration postponed' })]);
+    await expect(c.client.interrupt({ run_id: runId, reason: 'again', actor: 'human-owner' })).rejects.toMatchObject({ code: 'INVALID_STATE' });
   });
 
   it('a refused command: a bad GoalContract gets {ok: false, error: {code, field}} and starts nothing', async () => {

@@ -72,13 +72,15 @@ export class CouncilDecisionCollector {
   /** The decision of a run, once it is on the stream. */
   async waitFor(runId: string, timeoutMs = 20_000): Promise<CouncilDecisionMessage> {
     const find = () => this.received.find((d) => d.run_id === runId);
-    if (!find()) {
+    const found = find();
+    if (found) return found;
+    {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for the decision of run ${runId}`)), timeoutMs);
         this.waiters.push({ test: () => find() !== undefined, resolve: () => (clearTimeout(timer), resolve()) });
       });
     }
-    return find()!;
+    return find() as CouncilDecisionMessage;
   }
 
   async close(): Promise<void> {
