@@ -6,6 +6,7 @@ import { registerCouncilCommands } from './commands/council.command';
 import { formatDecision, OUTCOME_EXIT_CODES } from './format';
 import { registerParticipantCommands } from './commands/participants.command';
 import { registerAuditCommands } from './commands/audit.command';
+import { humanTokenHeaders, registerEscalationCommands } from './commands/escalations.register';
 
 // The CLI is an edge: it may read the environment for defaults (flags win).
 const program = new Command()
@@ -14,11 +15,12 @@ const program = new Command()
   .option('--nats <url>', 'NATS server URL', process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222')
   .option('--prefix <prefix>', 'ACP subject prefix', process.env['CONCLAVE_SUBJECT_PREFIX'] ?? 'acp')
   .option('--stream-suffix <suffix>', 'suffix of the JetStream stream names', process.env['CONCLAVE_STREAM_SUFFIX'] ?? '')
-  .option('--json', 'machine-readable output (one JSON object per line)', false);
+  .option('--json', 'machine-readable output (one JSON object per line)', false)
+  .option('--token <token>', 'human resolver token (escalation service)', process.env['CONCLAVE_HUMAN_TOKEN']);
 
 async function withClient<T>(fn: (client: ConclaveClient, json: boolean) => Promise<T>): Promise<T> {
-  const opts = program.opts<{ nats: string; prefix: string; streamSuffix: string; json: boolean }>();
-  const client = await ConclaveClient.connect({ servers: opts.nats, prefix: opts.prefix, streamSuffix: opts.streamSuffix });
+  const opts = program.opts<{ nats: string; prefix: string; streamSuffix: string; json: boolean; token?: string }>();
+  const client = await ConclaveClient.connect({ servers: opts.nats, prefix: opts.prefix, streamSuffix: opts.streamSuffix, sign: humanTokenHeaders(opts.token) });
   try {
     return await fn(client, opts.json);
   } finally {
@@ -79,6 +81,8 @@ program
   );
 
 registerCouncilCommands(program);
+
+registerEscalationCommands(program, withClient);
 
 registerParticipantCommands(program);
 registerAuditCommands(program);

@@ -60,6 +60,8 @@ export interface DecisionsOptions {
   from?: 'all' | 'new';
   /** Start at decisions stored at or after this time (overrides `from`). */
   since?: Date;
+  /** Ends the iteration (and deletes an ephemeral consumer) when aborted, even while waiting. */
+  signal?: AbortSignal;
 }
 
 /** Filters of the escalation inbox. */
@@ -197,12 +199,16 @@ export class ConclaveClient {
       : await jsm.consumers.add(this.decisionsStream, config);
     const consumer = await js.consumers.get(this.decisionsStream, info.name);
     const messages = await consumer.consume({ max_messages: 256 });
+    const stop = () => void messages.close().catch(() => undefined);
+    if (options.signal?.aborted) stop();
+    options.signal?.addEventListener('abort', stop, { once: true });
     try {
       for await (const m of messages) {
         yield JSON.parse(decoder.decode(m.data)) as DecisionEvent;
         m.ack();
       }
     } finally {
+      options.signal?.removeEventListener('abort', stop);
       await messages.close().catch(() => undefined);
       if (!options.durable) await jsm.consumers.delete(this.decisionsStream, info.name).catch(() => undefined);
     }
