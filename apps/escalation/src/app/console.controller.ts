@@ -35,13 +35,8 @@ export class ConsoleController implements OnModuleDestroy {
     return;
   }
 
+  /** `/console` and `/console/` (Express routes ignore a trailing slash). */
   @Get('console')
-  @Redirect('/console/', 301)
-  consoleNoSlash(): void {
-    return;
-  }
-
-  @Get('console/')
   @Header('Content-Type', 'text/html; charset=utf-8')
   @Header('Cache-Control', 'no-store')
   page(): string {
