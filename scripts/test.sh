@@ -9,6 +9,13 @@ export NX_NO_CLOUD=true NX_DAEMON=false
 bash scripts/ensure-deps.sh
 bash scripts/ensure-nats.sh
 
+# The console's browser test drives Debian's chromium (never a downloaded browser).
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "[test] installing chromium for the console's browser test" >&2
+  { apt-get install -y -qq chromium || { apt-get update -qq && apt-get install -y -qq chromium; }; } >/dev/null 2>&1 \
+    || echo "[test] chromium could not be installed: the console browser test will be skipped" >&2
+fi
+
 echo "[test] type check" >&2
 npx tsc -p tsconfig.check.json
 
