@@ -15,7 +15,8 @@ module.exports = {
       compiler: 'tsc',
       main: './src/main.ts',
       tsConfig: './tsconfig.app.json',
-      assets: [],
+      // The web console's static files, served from dist/apps/escalation/console.
+      assets: [{ input: './src/console', glob: '**/*', output: './console' }],
       optimization: false,
       outputHashing: 'none',
       generatePackageJson: true,
