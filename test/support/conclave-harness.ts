@@ -92,7 +92,7 @@ export class ConclaveHarness {
     this.instances.length = 0;
     const jsm = await this.nc.jetstreamManager();
     const streams = acpStreamNames(this.run);
-    const names = [this.env['CONCLAVE_EVENT_STREAM'], streams.decisions, streams.proposals, streams.escalations, streams.councilDecisions, `KV_EVT_${this.run}_CHECKPOINTS`, `EVT_${this.run}_AUDIT`, `KV_EVT_${this.run}_NONCES`];
+    const names = [this.env['CONCLAVE_EVENT_STREAM'], streams.decisions, streams.proposals, streams.escalations, streams.councilDecisions, `KV_EVT_${this.run}_CHECKPOINTS`, `EVT_${this.run}_AUDIT`, `EVT_${this.run}_REJECTIONS`, `KV_EVT_${this.run}_NONCES`];
     for (const name of names) await jsm.streams.delete(name).catch(() => undefined);
     await this.nc.drain();
   }

@@ -17,7 +17,7 @@ export { AuthenticatedServiceConfig, authSettingsOf } from './lib/auth/auth-conf
 export type { AuthSettings } from './lib/auth/auth-config';
 export { ParticipantDirectory } from './lib/auth/participant-directory';
 export { NonceStore } from './lib/auth/nonce-store';
-export { RejectionRecorder, REJECTIONS_STREAM, COMMAND_REJECTED } from './lib/auth/rejection-recorder';
+export { RejectionRecorder, COMMAND_REJECTED, rejectionsStream } from './lib/auth/rejection-recorder';
 export type { CommandRejected } from './lib/auth/rejection-recorder';
 export type { CommandRequest, Identity } from './lib/auth/identity';
 export { decodeBase64, ed25519PublicKey, payloadHash, sha256Hex, verifyEd25519 } from './lib/auth/crypto';

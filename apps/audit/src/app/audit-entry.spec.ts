@@ -15,7 +15,7 @@ describe('audit entry content (14.6: actor, action, proposal id, timestamp, payl
 
   it('a rejection is `rejected:<command>` with its error and the request body hash', () => {
     const c = auditContentOf(
-      stored({ event_id: 'E3', type: 'CommandRejected', actor: 'm', occurred_at: 't3', data: { command: 'respond', proposal_id: 'P1', body_hash: 'bh', error: { code: 'FORBIDDEN', message: 'no', field: 'domain' } } }, 'audit-rejections'),
+      stored({ event_id: 'E3', type: 'CommandRejected', actor: 'm', occurred_at: 't3', data: { command: 'respond', proposal_id: 'P1', body_hash: 'bh', error: { code: 'FORBIDDEN', message: 'no', field: 'domain' } } }, 'EVT_REJECTIONS'),
       new Map(),
     );
     expect(c).toMatchObject({ action: 'rejected:respond', outcome: 'rejected', actor: 'm', payload_hash: 'bh', error: { code: 'FORBIDDEN', message: 'no', field: 'domain' } });

@@ -2,8 +2,8 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import type { EventLog, StoredEvent, Subscription } from '@conclave/event-log';
 import { ensureStream, isNotFound } from '@conclave/messaging';
 import { AuditEntry, chainEntry, GENESIS_HASH } from '@conclave/registry-protocol';
-import { EVENT_LOG, NATS_CONNECTION, Readiness, SERVICE_CONFIG, ServiceConfig, sha256Hex } from '@conclave/service-kit';
-import { JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
+import { EVENT_LOG, NATS_CONNECTION, Readiness, rejectionsStream, SERVICE_CONFIG, ServiceConfig, sha256Hex } from '@conclave/service-kit';
+import { ConsumerMessages, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import { auditContentOf } from './audit-entry';
 
 export interface AuditQuery {
@@ -20,12 +20,14 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /**
- * The tamper-evident audit log (RFC 14.6): every event of the log, rejections included (intake
- * appends them to `audit-rejections`), becomes one entry of a SHA-256 hash chain, stored as one
+ * The tamper-evident audit log (RFC 14.6): every event of the log, and every refused command
+ * (the CommandRejected records that intake publishes to `<event stream>_REJECTIONS`), becomes
+ * one entry of a SHA-256 hash chain, in the order they reach this service, stored as one
  * message per entry in the JetStream stream `<event stream>_AUDIT` (file storage, entry seq =
  * stream seq, each publish expects the previous sequence, so nothing interleaves and a second
- * writer fails fast). Each entry holds the source event's log position: after a restart the
- * service resumes the chain right after the last entry, never twice, never skipping.
+ * writer fails fast). Each entry holds its source's position (the log position, or the
+ * rejection stream's sequence): after a restart the service resumes each source right after its
+ * last entry, never twice, never skipping.
  *
  * Entries are also held in memory for queries (fine to millions of entries; beyond that,
  * queries should read the stream).
@@ -37,9 +39,15 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly payloadHashes = new Map<string, string>();
   private readonly stream: string;
   private readonly subject: string;
+  private readonly rejections: { stream: string; subject: string };
   private subscription: Subscription | undefined;
+  private rejectionMessages: ConsumerMessages | undefined;
   private caughtUp = false;
   private js!: JetStreamClient;
+  /** Appends one at a time, whichever source they come from. */
+  private queue: Promise<void> = Promise.resolve();
+  private lastLogPosition: string | undefined;
+  private lastRejectionSeq = 0;
 
   constructor(
     @Inject(EVENT_LOG) private readonly log: EventLog,
@@ -49,6 +57,7 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
   ) {
     this.stream = `${config.eventStream}_AUDIT`;
     this.subject = `${config.eventSubjectPrefix}.audit.chain`;
+    this.rejections = rejectionsStream(config);
     readiness.register('audit-chain', () => this.caughtUp);
   }
 
@@ -56,19 +65,23 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     const jsm = await this.nc.jetstreamManager();
     this.js = this.nc.jetstream();
     await ensureStream(jsm, { name: this.stream, subjects: [this.subject], replicas: this.config.logReplicas, duplicateWindowMs: 60_000 });
+    await ensureStream(jsm, { name: this.rejections.stream, subjects: [this.rejections.subject], replicas: this.config.logReplicas });
     await this.loadEntries(jsm);
-    const from = this.last?.position ?? 'start';
-    const sub = this.log.subscribe('*', from, (e) => this.append(e));
+    const from = this.lastLogPosition ?? 'start';
+    const sub = this.log.subscribe('*', from, (e) => this.enqueue(() => this.appendEvent(e)));
     this.subscription = sub;
     sub.closed.catch((err: Error) => this.logger.error(`audit subscription stopped: ${err.message}`));
+    await this.followRejections();
     await sub.caughtUp;
     this.caughtUp = true;
-    this.logger.log(`audit chain at seq ${this.head.seq}, resuming after ${from}`);
+    this.logger.log(`audit chain at seq ${this.head.seq}, log resumed after ${from}, rejections after ${this.lastRejectionSeq}`);
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.caughtUp = false;
     await this.subscription?.stop();
+    await this.rejectionMessages?.close();
+    await this.queue.catch(() => undefined);
   }
 
   get head(): { seq: number; hash: string } {
@@ -104,15 +117,45 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     return this.entries[this.entries.length - 1];
   }
 
-  private async append(stored: StoredEvent): Promise<void> {
-    const last = this.last;
-    if (last?.position !== undefined && stored.position <= last.position) return;
-    const entry = chainEntry(last, auditContentOf(stored, this.payloadHashes), sha256Hex);
+  private enqueue(work: () => Promise<void>): Promise<void> {
+    const next = this.queue.then(work);
+    this.queue = next.catch((err: Error) => this.logger.error(`audit append failed: ${err.message}`));
+    return next;
+  }
+
+  private async appendEvent(stored: StoredEvent): Promise<void> {
+    if (this.lastLogPosition !== undefined && stored.position <= this.lastLogPosition) return;
+    await this.write(stored);
+    this.lastLogPosition = stored.position;
+  }
+
+  private async appendRejection(seq: number, data: Uint8Array): Promise<void> {
+    if (seq <= this.lastRejectionSeq) return;
+    const event = JSON.parse(decoder.decode(data)) as StoredEvent['event'];
+    await this.write({ stream: this.rejections.stream, category: 'rejection', event, position: String(seq), version: String(seq), endOfCommit: true });
+    this.lastRejectionSeq = seq;
+  }
+
+  private async write(stored: StoredEvent): Promise<void> {
+    const entry = chainEntry(this.last, auditContentOf(stored, this.payloadHashes), sha256Hex);
     await this.js.publish(this.subject, encoder.encode(JSON.stringify(entry)), {
       msgID: `audit-${entry.seq}`,
       expect: { lastSequence: entry.seq - 1 },
     });
     this.entries.push(entry);
+  }
+
+  /** An ordered consumer on the rejections stream from just after the last one in the chain. */
+  private async followRejections(): Promise<void> {
+    const consumer = await this.js.consumers.get(this.rejections.stream, {
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: this.lastRejectionSeq + 1,
+    });
+    const messages = await consumer.consume();
+    this.rejectionMessages = messages;
+    void (async () => {
+      for await (const m of messages) await this.enqueue(() => this.appendRejection(m.seq, m.data));
+    })().catch((err: Error) => this.logger.error(`rejections feed stopped: ${err.message}`));
   }
 
   private async loadEntries(jsm: JetStreamManager): Promise<void> {
@@ -123,6 +166,8 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
         const entry = JSON.parse(decoder.decode(m.data)) as AuditEntry;
         this.entries.push(entry);
         if (entry.proposal_id && entry.payload_hash && entry.action === 'ProposalSubmitted') this.payloadHashes.set(entry.proposal_id, entry.payload_hash);
+        if (entry.stream === this.rejections.stream) this.lastRejectionSeq = Number(entry.position);
+        else if (entry.position !== undefined) this.lastLogPosition = entry.position;
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }

@@ -1,15 +1,24 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { AcpError } from '@conclave/acp-protocol';
-import type { EventLog, LogEvent } from '@conclave/event-log';
+import type { LogEvent } from '@conclave/event-log';
+import { ensureStream } from '@conclave/messaging';
 import { AUTH_HEADERS } from '@conclave/registry-protocol';
+import { NatsConnection } from 'nats';
 import type { Clock, IdGenerator } from '../runtime';
-import { CLOCK, EVENT_LOG, IDS } from '../tokens';
+import { ServiceConfig } from '../service-config';
+import { CLOCK, IDS, NATS_CONNECTION, SERVICE_CONFIG } from '../tokens';
 import { sha256Hex } from './crypto';
 import type { CommandRequest, Identity } from './identity';
 
-/** The stream that holds rejected commands, for the audit service (category `audit`). */
-export const REJECTIONS_STREAM = 'audit-rejections';
 export const COMMAND_REJECTED = 'CommandRejected';
+
+/**
+ * Where refused commands are recorded: a JetStream stream beside the event log (never the log
+ * itself: a refused command appends nothing to the log, DESIGN section 5).
+ */
+export function rejectionsStream(config: ServiceConfig): { stream: string; subject: string } {
+  return { stream: `${config.eventStream}_REJECTIONS`, subject: `${config.eventSubjectPrefix}.audit.rejections` };
+}
 
 export interface CommandRejected extends LogEvent {
   type: typeof COMMAND_REJECTED;
@@ -31,17 +40,21 @@ export interface CommandRejected extends LogEvent {
 }
 
 /**
- * Records every refused command (RFC 14.6: the audit log holds rejections too) by appending a
- * CommandRejected event to the `audit-rejections` stream of the event log, where the audit
- * service reads it in the same global order as every other event. A failure to record is
+ * Records every refused command (RFC 14.6: the audit log holds rejections too) by publishing a
+ * CommandRejected record to the JetStream stream `<event stream>_REJECTIONS` (file storage,
+ * deduplicated by record id), which the audit service consumes beside the event log. The event
+ * log itself is untouched: a refused command appends nothing there. A failure to record is
  * logged and never changes the reply.
  */
 @Injectable()
 export class RejectionRecorder {
   private readonly logger = new Logger(RejectionRecorder.name);
 
+  private ready: Promise<void> | undefined;
+
   constructor(
-    @Inject(EVENT_LOG) private readonly log: EventLog<LogEvent>,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    @Inject(SERVICE_CONFIG) private readonly config: ServiceConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(IDS) private readonly ids: IdGenerator,
   ) {}
@@ -68,8 +81,14 @@ export class RejectionRecorder {
         error: error.toJSON(),
       },
     };
+    const { stream, subject } = rejectionsStream(this.config);
     try {
-      await this.log.append(REJECTIONS_STREAM, [event], 'any');
+      this.ready ??= this.nc.jetstreamManager().then((jsm) => ensureStream(jsm, { name: stream, subjects: [subject], replicas: this.config.logReplicas }));
+      await this.ready.catch((err: unknown) => {
+        this.ready = undefined;
+        throw err;
+      });
+      await this.nc.jetstream().publish(subject, new TextEncoder().encode(JSON.stringify(event)), { msgID: event.event_id });
     } catch (err) {
       this.logger.error(`could not record the rejection of ${command}: ${(err as Error).message}`);
     }
