@@ -19,7 +19,7 @@ export class EscalationController {
 
   @MessagePattern(ESCALATION_PATTERNS.resolve)
   async onResolve(@Payload() body: unknown, @Ctx() context: PlainNatsContext) {
-    return okReply(await this.resolve.handle(body, context.getHeaders()?.get('Authorization') || undefined));
+    return okReply(await this.resolve.handle(body, context.getHeaders()?.get('Authorization') || undefined, context));
   }
 
   @MessagePattern(ESCALATION_PATTERNS.list)

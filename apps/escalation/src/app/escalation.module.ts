@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { CommandContext, ProposalStore, ServiceKitModule } from '@conclave/service-kit';
+import { authProviders, ProposalStore, ServiceKitModule } from '@conclave/service-kit';
 import { ConsoleController } from './console.controller';
 import { DecisionFeed } from './decision-feed';
 import { ESCALATION_SETTINGS, EscalationConfig, EscalationSettings } from './escalation.config';
@@ -22,7 +22,7 @@ export class EscalationModule {
       providers: [
         { provide: ESCALATION_SETTINGS, useValue: settings },
         ProposalStore,
-        CommandContext,
+        ...authProviders,
         EscalationInbox,
         EscalationDesk,
         EscalationNotifier,
