@@ -60,7 +60,7 @@ export async function waitForOutcome(client: ConclaveClient, proposalId: string,
   const current = await client.get(proposalId);
   if (settled(current)) {
     void decisions.return(undefined).catch(() => undefined);
-    return report(exitCodeOf(current), `${proposalId} ${current.resolution?.outcome.toUpperCase()}`, current);
+    return report(exitCodeOf(current), `${proposalId} ${current.resolution?.outcome.toUpperCase()}`, outcomeOf(current));
   }
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), o.timeoutMs ?? 24 * 3600_000)));
@@ -69,7 +69,7 @@ export async function waitForOutcome(client: ConclaveClient, proposalId: string,
       const next = await Promise.race([decisions.next(), timeout]);
       if (next === 'timeout') {
         const p = await client.get(proposalId);
-        return report(exitCodeOf(p), `${proposalId} still ${p.status} after ${o.timeoutMs} ms`, p);
+        return report(exitCodeOf(p), `${proposalId} still ${p.status} after ${o.timeoutMs} ms`, outcomeOf(p));
       }
       if (next.done) throw new Error('the decision stream ended');
       const d: DecisionEvent = next.value;
@@ -82,6 +82,22 @@ export async function waitForOutcome(client: ConclaveClient, proposalId: string,
     stop.abort();
     void decisions.return(undefined).catch(() => undefined);
   }
+}
+
+/**
+ * `wait --json` prints one object of the same shape whether the decision was already made (read
+ * from the proposal) or arrives on the stream (the decision event, which has these fields and more).
+ */
+function outcomeOf(p: Proposal): Record<string, unknown> {
+  const r = p.resolution;
+  return {
+    proposal_id: p.proposal_id,
+    domain: p.domain,
+    status: p.status,
+    outcome: r?.outcome ?? p.status,
+    ...(r ? { trigger: r.trigger, votes_for: r.votes_for, votes_against: r.votes_against, decided_at: r.decided_at } : {}),
+    ...(r?.resolved_by !== undefined ? { resolved_by: r.resolved_by, note: r.note ?? null } : {}),
+  };
 }
 
 /** A wrong invocation: exit code 64 (EX_USAGE). */
