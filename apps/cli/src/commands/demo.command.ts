@@ -58,7 +58,8 @@ export const APPENDIX_C: Scenario[] = [
 export async function runDemo(client: ConclaveClient, print: (line: string) => void, timeoutMs = 30_000): Promise<DecisionEvent[]> {
   const seen: DecisionEvent[] = [];
   const ids = new Map<string, Scenario>();
-  const expectedFinal = new Set<string>();
+  // Final decisions seen; a scenario can be decided before the next one is even posted.
+  const decided = new Set<string>();
   // Everything decided from now on: the consumer may be created after the first decision.
   const decisions = client.decisions({ since: new Date(Date.now() - 1_000) });
   let finish!: () => void;
@@ -77,8 +78,8 @@ export async function runDemo(client: ConclaveClient, print: (line: string) => v
         await client.resolve(decision.proposal_id, scenario.humanResolution);
         continue;
       }
-      expectedFinal.delete(decision.proposal_id);
-      if (expectedFinal.size === 0) break;
+      decided.add(decision.proposal_id);
+      if (decided.size === APPENDIX_C.length) break;
     }
   })();
 
@@ -94,7 +95,6 @@ export async function runDemo(client: ConclaveClient, print: (line: string) => v
         expires_at: scenario.expiresInMs ? new Date(now + scenario.expiresInMs).toISOString() : null,
       });
       ids.set(proposal.proposal_id, scenario);
-      expectedFinal.add(proposal.proposal_id);
       print(`posted ${scenario.title}: proposal ${proposal.proposal_id} in ${scenario.domain}, quorum ${scenario.quorum}`);
       for (const { kind, ...vote } of scenario.votes) {
         await (kind === 'endorse' ? client.endorse(proposal.proposal_id, vote) : client.challenge(proposal.proposal_id, vote));

@@ -199,7 +199,8 @@ export class ConclaveClient {
       : await jsm.consumers.add(this.decisionsStream, config);
     const consumer = await js.consumers.get(this.decisionsStream, info.name);
     const messages = await consumer.consume({ max_messages: 256 });
-    const stop = () => void messages.close().catch(() => undefined);
+    // stop(), not close(): on nats-server 2.9, close() after the loop ended waits forever.
+    const stop = () => messages.stop();
     if (options.signal?.aborted) stop();
     options.signal?.addEventListener('abort', stop, { once: true });
     try {
@@ -209,7 +210,7 @@ export class ConclaveClient {
       }
     } finally {
       options.signal?.removeEventListener('abort', stop);
-      await messages.close().catch(() => undefined);
+      stop();
       if (!options.durable) await jsm.consumers.delete(this.decisionsStream, info.name).catch(() => undefined);
     }
   }
