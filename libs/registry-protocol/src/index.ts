@@ -18,7 +18,8 @@ export {
   participantStream,
 } from './lib/contracts';
 export type { Action, ClassificationLevel, RegistryCommandType, RegistryEventType, Role } from './lib/contracts';
-export { canonicalJson } from './lib/canonical-json';
+// One canonical JSON for payload hashes and audit entries alike (acp-protocol owns it).
+export { canonicalJson } from '@conclave/acp-protocol';
 export type {
   DeactivateParticipant,
   GrantDomain,

@@ -4,7 +4,7 @@
  * including `seq` and `prev_hash`, so an entry cannot be modified, removed, inserted or moved
  * without breaking the chain at that point.
  */
-import { canonicalJson } from './canonical-json';
+import { canonicalJson } from '@conclave/acp-protocol';
 
 export type HashFunction = (text: string) => string;
 
