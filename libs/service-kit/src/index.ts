@@ -22,3 +22,5 @@ export type { CommandRejected } from './lib/auth/rejection-recorder';
 export type { CommandRequest, Identity } from './lib/auth/identity';
 export { decodeBase64, ed25519PublicKey, payloadHash, sha256Hex, verifyEd25519 } from './lib/auth/crypto';
 export { authProviders } from './lib/auth/auth.providers';
+export { LogOutbox } from './lib/log-outbox';
+export type { OutboxMessage } from './lib/log-outbox';

@@ -1,0 +1,134 @@
+import { Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { CategoryFilter, CheckpointConflictError, CheckpointStore, EventLog, LogEvent, StartFrom, StoredEvent, Subscription } from '@conclave/event-log';
+import { publishJsonOnce } from '@conclave/messaging';
+import { NatsConnection } from 'nats';
+import { Readiness } from './readiness';
+
+/** One JetStream message an outbox derives from a log event. */
+export interface OutboxMessage {
+  subject: string;
+  body: unknown;
+  /** `Nats-Msg-Id`: the log event's id, so a republish is dropped by JetStream. */
+  msgId: string;
+}
+
+const SAVE_EVERY = 50;
+const SAVE_AFTER_MS = 200;
+const MAX_IN_FLIGHT = 512;
+const RESTART_AFTER_MS = 1_000;
+
+/**
+ * Publishing from the log (a transactional outbox without a second store): follows the log from
+ * a checkpoint, turns each event into JetStream messages (`messagesFor`), publishes them
+ * pipelined in log order with `Nats-Msg-Id` = the event id, and saves the position only once
+ * every publish before it is acknowledged. A crash or a failed publish resumes from the last
+ * save; JetStream drops what was already published (duplicate window). Replicas share one
+ * checkpoint (compare-and-set; the later position wins), so a new replica starts near the head.
+ */
+export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBootstrap, OnApplicationShutdown {
+  protected readonly logger = new Logger(this.constructor.name);
+  private subscription: Subscription | undefined;
+  private position: StartFrom = 'start';
+  private revision = 0;
+  private unsaved = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private caughtUp = false;
+  private stopping = false;
+  /** Publishes awaiting their acknowledgement; the checkpoint never passes an unacknowledged one. */
+  private inFlight: Promise<unknown>[] = [];
+
+  protected constructor(
+    private readonly outbox: { checkpoint: string; categories: CategoryFilter },
+    private readonly log: EventLog,
+    private readonly checkpoints: CheckpointStore<null>,
+    protected readonly nc: NatsConnection,
+    readiness: Readiness,
+  ) {
+    readiness.register(outbox.checkpoint, () => this.caughtUp);
+  }
+
+  /** Creates the streams the messages go to (idempotent, at every start). */
+  protected abstract prepare(): Promise<void>;
+
+  /** The messages one log event gives (none for most). */
+  protected abstract messagesFor(event: StoredEvent<E>): Promise<OutboxMessage[]>;
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.prepare();
+    const stored = await this.checkpoints.load(this.outbox.checkpoint);
+    this.position = stored?.position ?? 'start';
+    this.revision = stored?.revision ?? 0;
+    await this.follow();
+    await this.save();
+    this.caughtUp = true;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    await this.subscription?.stop();
+    clearTimeout(this.timer);
+    await this.save().catch((err: Error) => this.logger.warn(`final checkpoint not saved: ${err.message}`));
+  }
+
+  private async follow(): Promise<void> {
+    const sub = (this.log as EventLog<E>).subscribe(this.outbox.categories, this.position, (e) => this.publish(e));
+    this.subscription = sub;
+    sub.closed.catch((err: Error) => this.restart(err));
+    await sub.caughtUp;
+  }
+
+  private async publish(event: StoredEvent<E>): Promise<void> {
+    const js = this.nc.jetstream();
+    for (const m of await this.messagesFor(event)) this.inFlight.push(publishJsonOnce(js, m.subject, m.body, m.msgId));
+    this.position = event.position;
+    if (++this.unsaved >= SAVE_EVERY || this.inFlight.length >= MAX_IN_FLIGHT) await this.save();
+    else this.timer ??= setTimeout(() => void this.save().catch((err: Error) => this.restart(err)), SAVE_AFTER_MS);
+  }
+
+  /** After a failed publish or subscription: resume from the last saved checkpoint. */
+  private restart(err: Error): void {
+    if (this.stopping) return;
+    this.logger.error(`${this.outbox.checkpoint} restarting from its checkpoint: ${err.message}`);
+    const old = this.subscription;
+    this.subscription = undefined;
+    this.inFlight = [];
+    this.unsaved = 0;
+    void (async () => {
+      await old?.stop().catch(() => undefined);
+      const stored = await this.checkpoints.load(this.outbox.checkpoint).catch(() => undefined);
+      this.position = stored?.position ?? 'start';
+      this.revision = stored?.revision ?? 0;
+      await new Promise((r) => setTimeout(r, RESTART_AFTER_MS));
+      if (!this.stopping) await this.follow();
+    })().catch((e: Error) => this.restart(e));
+  }
+
+  private async save(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const acks = this.inFlight;
+    this.inFlight = [];
+    const position = this.position;
+    try {
+      await Promise.all(acks);
+    } catch (err) {
+      throw new Error(`publish not acknowledged; resuming from the checkpoint: ${(err as Error).message}`);
+    }
+    if (this.unsaved === 0 && this.revision > 0) return;
+    this.unsaved = 0;
+    const name = this.outbox.checkpoint;
+    try {
+      this.revision = await this.checkpoints.save(name, { position, state: null }, this.revision);
+    } catch (err) {
+      if (!(err instanceof CheckpointConflictError)) {
+        this.logger.warn(`${name} checkpoint not saved: ${(err as Error).message}`);
+        return;
+      }
+      // Another replica saved meanwhile: keep the later position.
+      const stored = await this.checkpoints.load(name);
+      this.revision = stored?.revision ?? 0;
+      if (stored && stored.position !== 'start' && position !== 'start' && stored.position >= position) return;
+      this.revision = await this.checkpoints.save(name, { position, state: null }, this.revision).catch(() => this.revision);
+    }
+  }
+}
