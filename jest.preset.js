@@ -21,4 +21,6 @@ module.exports = {
     ],
   },
   moduleFileExtensions: ['ts', 'js', 'json'],
+  // jose is ESM-only: Node 20 requires it natively, Jest's module system needs it transformed.
+  transformIgnorePatterns: ['/node_modules/(?!jose/)'],
 };

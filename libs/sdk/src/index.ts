@@ -4,5 +4,5 @@ export { ConclaveError, ConclaveUnavailableError } from './lib/conclave-error';
 export { CouncilMember, CouncilClient, CouncilRequestError } from './lib/council-member';
 export type { CouncilTask, CouncilTaskContext, CouncilTaskHandler, CouncilMemberOptions, CouncilVerdict, CouncilDecisionMessage } from './lib/council-member';
 export * from './lib/scripted-members';
-export { ed25519Signer, generateParticipantKeys, signPayload } from './lib/signing';
+export { ed25519Signer, generateParticipantKeys, jwtSigner, signPayload } from './lib/signing';
 export type { ParticipantKeyPair, PrivateKeyInput, SignerOptions } from './lib/signing';

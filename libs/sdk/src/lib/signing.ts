@@ -1,4 +1,5 @@
-import { createPrivateKey, generateKeyPairSync, KeyObject, randomBytes, sign } from 'node:crypto';
+import { createHash, createPrivateKey, generateKeyPairSync, KeyObject, randomBytes, sign } from 'node:crypto';
+import { SignJWT } from 'jose';
 import { AUTH_HEADERS, canonicalJson, signingInput } from '@conclave/registry-protocol';
 
 /** A private key as a KeyObject, a PKCS#8 PEM string, or an Ed25519 JWK with `d`. */
@@ -36,6 +37,26 @@ export function ed25519Signer(participantId: string, privateKey: PrivateKeyInput
       [AUTH_HEADERS.signature]: signature,
       ...(options.keyId ? { [AUTH_HEADERS.keyId]: options.keyId } : {}),
     };
+  };
+}
+
+/**
+ * The JWT alternative to `ed25519Signer` (docs/security.md): each command carries
+ * `Authorization: Bearer <jwt>`, an EdDSA JWT with `sub` = the participant, `aud` = the subject,
+ * `iat`, a fresh `jti` and `body_sha256` binding it to the exact body. One use per token.
+ */
+export function jwtSigner(participantId: string, privateKey: PrivateKeyInput, options: SignerOptions = {}) {
+  const key = toKeyObject(privateKey);
+  return async (subject: string, body: Uint8Array): Promise<Record<string, string>> => {
+    const now = options.now ? options.now() : new Date();
+    const token = await new SignJWT({ body_sha256: createHash('sha256').update(body).digest('hex') })
+      .setProtectedHeader({ alg: 'EdDSA', ...(options.keyId ? { kid: options.keyId } : {}) })
+      .setSubject(participantId)
+      .setAudience(subject)
+      .setIssuedAt(Math.floor(now.getTime() / 1000))
+      .setJti(randomBytes(18).toString('base64url'))
+      .sign(key);
+    return { Authorization: `Bearer ${token}` };
   };
 }
 

@@ -23,9 +23,10 @@ import type { Clock, IdGenerator } from './runtime';
 import { ServiceConfig } from './service-config';
 import { CLOCK, IDS, SERVICE_CONFIG } from './tokens';
 import { AuthSettings, authSettingsOf } from './auth/auth-config';
-import { decodeBase64, verifyEd25519 } from './auth/crypto';
+import { decodeBase64, ed25519PublicKey, sha256Hex, verifyEd25519 } from './auth/crypto';
 import type { CommandRequest, Identity } from './auth/identity';
 import { NonceStore } from './auth/nonce-store';
+import { decodeJwt, jwtVerify, type JWTPayload } from 'jose';
 import { ParticipantDirectory } from './auth/participant-directory';
 
 /**
@@ -97,6 +98,8 @@ export class CommandContext {
     if (!this.directory || !this.nonces) throw unauthenticated('this service has no participant registry to authenticate against');
     const h = request.getHeaders();
     const get = (name: string) => h?.get(name) || undefined;
+    const bearer = get('Authorization');
+    if (bearer?.startsWith('Bearer ')) return this.authenticateJwt(request, bearer.slice('Bearer '.length));
     const participant = get(AUTH_HEADERS.participant);
     const timestamp = get(AUTH_HEADERS.timestamp);
     const nonce = get(AUTH_HEADERS.nonce);
@@ -132,6 +135,52 @@ export class CommandContext {
     const nonceKey = `${participantStream(participant).slice('participant-'.length)}.${nonce}`;
     if (!(await this.nonces.claim(nonceKey))) throw unauthenticated(`replayed request: nonce ${nonce} was already used by ${participant}`);
     return { participant_id: participant, via: 'signature', key_id: signer.key_id, state };
+  }
+
+  /**
+   * The JWT alternative (RFC 14.1): `Authorization: Bearer <jwt>`, EdDSA-signed by an active key of
+   * the participant named in `sub`, `aud` = the subject, bound to the exact body by `body_sha256`,
+   * fresh (`iat` within the skew window) and used once (`jti` in the nonce store).
+   */
+  private async authenticateJwt(request: CommandRequest, token: string): Promise<Identity> {
+    let claims: JWTPayload;
+    try {
+      claims = decodeJwt(token);
+    } catch {
+      throw unauthenticated('the bearer token is not a JWT');
+    }
+    const participant = claims.sub;
+    if (!participant || !isParticipantId(participant)) throw unauthenticated('the JWT names no participant in sub');
+    const state = await this.directory!.load(participant);
+    if (state.status === 'unregistered') throw unauthenticated(`unknown participant ${participant}`);
+    if (state.status === 'deactivated') throw unauthenticated(`participant ${participant} is deactivated`);
+    const skewSeconds = Math.ceil(this.settings.authSkewMs / 1000);
+    let verified: { payload: JWTPayload; keyId: string } | undefined;
+    let why = 'no active key';
+    for (const key of activeKeys(state.participant)) {
+      try {
+        const { payload } = await jwtVerify(token, ed25519PublicKey(key.public_key), {
+          algorithms: ['EdDSA'],
+          audience: request.getSubject(),
+          subject: participant,
+          maxTokenAge: skewSeconds,
+          clockTolerance: skewSeconds,
+          currentDate: this.clock.now(),
+          requiredClaims: ['iat', 'jti', 'body_sha256'],
+        });
+        verified = { payload, keyId: key.key_id };
+        break;
+      } catch (err) {
+        why = (err as Error).message;
+      }
+    }
+    if (!verified) throw unauthenticated(`the JWT does not verify with an active key of ${participant}: ${why}`);
+    if (verified.payload['body_sha256'] !== sha256Hex(request.getRawBody())) throw unauthenticated('the JWT is bound to another body (body_sha256)');
+    const jti = String(verified.payload.jti);
+    if (!isNonce(jti)) throw unauthenticated('jti must be 16 to 128 characters of [A-Za-z0-9_-]');
+    const nonceKey = `${participantStream(participant).slice('participant-'.length)}.${jti}`;
+    if (!(await this.nonces!.claim(nonceKey))) throw unauthenticated(`replayed request: jti ${jti} was already used by ${participant}`);
+    return { participant_id: participant, via: 'jwt', key_id: verified.keyId, state };
   }
 
   /**

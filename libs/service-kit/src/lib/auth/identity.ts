@@ -4,9 +4,12 @@ import type { MsgHdrs } from 'nats';
 /** Who is acting, as the edge established it. */
 export interface Identity {
   participant_id: string;
-  /** `signature`: verified Ed25519 signature (auth required); `declared`: taken from the request (auth off). */
-  via: 'signature' | 'declared';
-  /** The key that signed, when via is `signature`. */
+  /**
+   * `signature`: verified Ed25519 signature of the request (auth required); `jwt`: a verified
+   * EdDSA JWT bound to the subject and body; `declared`: taken from the request (auth off).
+   */
+  via: 'signature' | 'jwt' | 'declared';
+  /** The key that signed, when via is `signature` or `jwt`. */
   key_id?: string;
   /** The registry's view of the participant (`unregistered` when unknown, possible with auth off). */
   state: ParticipantState;
