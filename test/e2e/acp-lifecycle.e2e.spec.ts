@@ -1,4 +1,4 @@
-import { ConclaveHarness } from '../support/conclave-harness';
+import { ConclaveHarness, eventually } from '../support/conclave-harness';
 import { DecisionCollector } from '../support/decisions';
 
 /** RFC 8.2 (table B.4), 10.1, 4.2, 9.3, DESIGN section 2 ties, and the list query, end to end. */
@@ -93,19 +93,21 @@ describe('proposal lifecycle end to end (intake + resolver + sweeper over NATS)'
   it('acp.v1.list pages through proposals by domain and status with a cursor', async () => {
     const mine = [];
     for (let i = 0; i < 5; i++) mine.push((await propose({ domain: 'listing.test' })).proposal_id);
-    const seen: string[] = [];
-    let cursor: string | undefined;
-    // The index follows the log: wait until all five are listed, then page by two.
-    for (let attempt = 0; attempt < 200 && seen.length < 5; attempt++) {
-      seen.length = 0;
-      cursor = undefined;
+    // The index follows the log: page by two until all five are listed.
+    const pageAll = async (): Promise<string[]> => {
+      const seen: string[] = [];
+      let cursor: string | undefined;
       do {
         const page = await h.client.list({ domain: 'listing', status: 'pending', limit: 2, cursor });
         seen.push(...page.proposals.map((p) => p.proposal_id));
         cursor = page.next_cursor ?? undefined;
       } while (cursor);
-      if (seen.length < 5) await new Promise((r) => setTimeout(r, 20));
-    }
+      return seen;
+    };
+    const seen = await eventually(async () => {
+      const ids = await pageAll();
+      return ids.length >= 5 ? ids : undefined;
+    }, 10_000, 'five listed proposals');
     expect(seen).toEqual(mine);
   });
 });
