@@ -67,7 +67,8 @@ export class EscalationDesk implements OnApplicationBootstrap, OnApplicationShut
    */
   async route(proposalId: string): Promise<void> {
     try {
-      const { state } = await this.store.load(proposalId);
+      const loaded = await this.store.load(proposalId);
+      const { state } = loaded;
       if (state.status !== 'escalated' || state.desk.routing !== null) return;
       await this.store.execute({
         type: PROPOSAL_COMMAND_TYPES.RouteEscalation,
@@ -78,7 +79,7 @@ export class EscalationDesk implements OnApplicationBootstrap, OnApplicationShut
           payload_hash: state.proposal.payload_hash ?? payloadHash(state.proposal.payload),
           routing: routingFor(this.settings.routes, state.proposal, state.escalation),
         },
-      });
+      }, loaded);
     } catch (err) {
       // NOT_ESCALATED: a human (or another replica's ladder) closed it first.
       if (err instanceof AcpError && err.code === 'NOT_ESCALATED') return;

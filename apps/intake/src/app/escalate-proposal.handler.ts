@@ -15,13 +15,13 @@ export class EscalateProposalHandler {
   async handle(body: unknown, identity: Identity): Promise<{ proposal: ProposalForReader }> {
     const data = parseEscalateRequest(body);
     const requester = await this.context.actAs(identity, data.requested_by, 'requested_by');
-    const { state } = await this.store.load(data.proposal_id);
-    this.context.authorize(requester, 'escalate', projectProposal(state).domain);
+    const loaded = await this.store.load(data.proposal_id);
+    this.context.authorize(requester, 'escalate', projectProposal(loaded.state).domain);
     const result = await this.store.execute({
       type: PROPOSAL_COMMAND_TYPES.EscalateProposal,
       ...this.context.metadata(requester),
       data,
-    });
+    }, loaded);
     return { proposal: await this.view.render(result.state, requester) };
   }
 }

@@ -30,8 +30,8 @@ export class RecordResponseHandler {
   async handle(body: unknown, identity: Identity): Promise<{ proposal: ProposalForReader; factors: StampedFactors }> {
     const { schema_version: _version, domain_authority, trust_score, ...data } = parseRespondRequest(body);
     const respondent = await this.context.actAs(identity, data.participant_id, 'participant_id');
-    const { state } = await this.store.load(data.proposal_id);
-    const domain = projectProposal(state).domain;
+    const loaded = await this.store.load(data.proposal_id);
+    const domain = projectProposal(loaded.state).domain;
     const grant = this.context.authorize(respondent, 'respond', domain);
     const label = await this.labels.of(data.proposal_id);
     if (!this.context.canRead(respondent, label?.classification)) {
@@ -42,7 +42,7 @@ export class RecordResponseHandler {
       type: PROPOSAL_COMMAND_TYPES.RecordResponse,
       ...this.context.metadata(respondent),
       data: { ...data, domain_authority: factors.domain_authority, trust_score: factors.trust_score },
-    });
+    }, loaded);
     return { proposal: await this.view.render(result.state, respondent), factors };
   }
 

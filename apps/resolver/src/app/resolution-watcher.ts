@@ -87,14 +87,15 @@ export class ResolutionWatcher implements OnApplicationBootstrap, OnApplicationS
   /** Does this proposal need a resolution, or do its parents need its outcome? */
   private async examine(proposalId: string): Promise<void> {
     try {
-      const { state } = await this.store.load(proposalId);
+      const loaded = await this.store.load(proposalId);
+      const { state } = loaded;
       if (state.status === 'initial') return;
       if (pendingResolution(state, this.store.decider)) {
         await this.store.execute({
           type: PROPOSAL_COMMAND_TYPES.ResolveProposal,
           ...this.metadata(),
           data: { proposal_id: proposalId },
-        });
+        }, loaded);
       }
       if (state.status === 'pending' && state.proposal.depends_on.length > 0) {
         await this.recordKnownChildOutcomes(proposalId, state.proposal.depends_on, state.childOutcomes);

@@ -52,3 +52,16 @@ describe('ProposalStore: read, decide, compare-and-swap append (RFC 15.4)', () =
     expect((await log.read(`proposal-${id}`)).events).toHaveLength(1);
   });
 });
+
+describe('ProposalStore.execute with a preloaded proposal', () => {
+  it('given a stale preloaded state, when the append conflicts, then it reloads and decides again', async () => {
+    const log = new InMemoryEventLog<LogEvent>();
+    const store = new ProposalStore(log, DEFAULT_DECIDER_CONFIG);
+    const id = '01JFFFFFFFFFFFFFFFFFFFFFFF';
+    const stale = await store.load(id);
+    await store.execute(submit(id));
+    const error = await store.execute({ ...submit(id), command_id: '01JGGGGGGGGGGGGGGGGGGGGGGG' }, stale).catch((e: unknown) => e);
+    expect((error as AcpError).code).toBe('DUPLICATE_PROPOSAL_ID');
+    expect((await log.read(`proposal-${id}`)).events).toHaveLength(1);
+  });
+});

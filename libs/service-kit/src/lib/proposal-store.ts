@@ -73,11 +73,17 @@ export class ProposalStore implements OnApplicationBootstrap, OnApplicationShutd
     return this.cache.load(proposalStream(proposalId)).catch(rethrowInfrastructure);
   }
 
-  /** Decides and appends; returns what was appended (nothing when the decider had nothing to do). */
-  async execute(command: ProposalCommand): Promise<CommandResult> {
+  /**
+   * Decides and appends; returns what was appended (nothing when the decider had nothing to do).
+   * A caller that has just loaded the proposal (to authorize, say) passes it, and the first
+   * attempt decides on it instead of loading again; a conflict reloads as usual.
+   */
+  async execute(command: ProposalCommand, loaded?: LoadedAggregate<ProposalState>): Promise<CommandResult> {
     const stream = proposalStream(command.data.proposal_id);
+    let preloaded = loaded?.stream === stream ? loaded : undefined;
     for (let attempt = 1; ; attempt++) {
-      const loaded = await this.cache.load(stream).catch(rethrowInfrastructure);
+      const loaded = preloaded ?? (await this.cache.load(stream).catch(rethrowInfrastructure));
+      preloaded = undefined;
       const result = handleProposalCommand(loaded.state, command, this.options.decider);
       if (result.events.length === 0) return result;
       try {
