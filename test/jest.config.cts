@@ -2,7 +2,8 @@
 module.exports = {
   displayName: 'e2e',
   preset: '../jest.preset.js',
-  testMatch: ['<rootDir>/**/*.e2e.spec.ts'],
+  // support/*.spec.ts: unit tests of the test tooling itself (the invariant checker).
+  testMatch: ['<rootDir>/**/*.e2e.spec.ts', '<rootDir>/support/**/*.spec.ts'],
   setupFilesAfterEnv: ['<rootDir>/support/jest-setup.ts'],
   coverageDirectory: '../coverage/test',
 };
