@@ -43,3 +43,12 @@ export {
   type AggregateCacheStats,
   type LoadedAggregate,
 } from './cache/aggregate-cache';
+export { type LoadOptions } from './cache/aggregate-cache';
+export {
+  CommandConflictError,
+  handleCommand,
+  type AggregateSource,
+  type CommandOutcome,
+  type Decider,
+  type HandleCommandOptions,
+} from './command/handle-command';

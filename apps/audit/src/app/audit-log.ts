@@ -132,7 +132,7 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
   private async appendRejection(seq: number, data: Uint8Array): Promise<void> {
     if (seq <= this.lastRejectionSeq) return;
     const event = JSON.parse(decoder.decode(data)) as StoredEvent['event'];
-    await this.write({ stream: this.rejections.stream, category: 'rejection', event, position: String(seq), version: String(seq), endOfCommit: true });
+    await this.write({ stream: this.rejections.stream, category: 'rejection', event, position: String(seq), version: String(seq), previous: undefined, endOfCommit: true });
     this.lastRejectionSeq = seq;
   }
 

@@ -28,37 +28,53 @@ export interface LoadedAggregate<S> {
   readonly stream: string;
   readonly state: S;
   readonly version: StreamVersion | 'no_stream';
-  /** Whether the state came from the cache (true) or from a full read of the stream (false). */
+  /** Whether the state came from the cache (true) or from a read of the stream (false). */
   readonly cached: boolean;
+}
+
+/** How fresh a load must be. */
+export interface LoadOptions {
+  /**
+   * `'log'` (default) asks the log for the stream's version first (one cheap request) and trusts
+   * the cache only when it matches: what a query answers with. `'cache'` trusts a cached entry as
+   * it is: for a writer, whose append with the entry's version fails on a stale entry anyway.
+   */
+  readonly freshness?: 'log' | 'cache';
 }
 
 interface Entry<S> {
   state: S;
   version: StreamVersion | 'no_stream';
-  /** Last folded event's position: subscription events at or before it are already in. */
+  /** Last folded event's position: events at or before it are already in. */
   position: Position | undefined;
   /** A multi-event commit being folded from the subscription: not visible until its last event. */
-  pending?: { state: S; position: Position };
+  pending?: { state: S; version: StreamVersion; position: Position };
 }
 
 export interface AggregateCacheStats {
   hits: number;
   misses: number;
+  /** Entries dropped because an event did not continue from the cached version. */
+  gaps: number;
   entries: number;
 }
 
 /**
  * Keeps the folded state of recently used aggregates, fed by a live subscription and by the
- * appends made through it. `load` asks the log for the aggregate's current version (one cheap
- * request: last message of the subject on JetStream) and trusts the cache only when it matches,
- * so a stale entry (another writer, a lagging subscription) costs one full read, never a wrong state.
+ * appends made through it. An entry is only ever extended by an event whose `previous` is the
+ * version the entry holds; anything else (a gap, an unknown predecessor) evicts it, so an entry
+ * may lag the log but never holds a state that skipped an event. A read started while the
+ * subscription delivers events of the same stream catches up on those events before it is
+ * stored, and never replaces an entry that is further along.
  */
 export class AggregateCache<S, E extends LogEvent = LogEvent> {
   private readonly entries = new Map<string, Entry<S>>();
+  /** Streams being read: events the subscription delivers meanwhile, to apply after the read. */
+  private readonly reading = new Map<string, StoredEvent<E>[][]>();
   private readonly maxEntries: number;
   private readonly matches: (category: string) => boolean;
   private subscription: Subscription | undefined;
-  readonly stats: AggregateCacheStats = { hits: 0, misses: 0, entries: 0 };
+  readonly stats: AggregateCacheStats = { hits: 0, misses: 0, gaps: 0, entries: 0 };
 
   constructor(
     private readonly log: EventLog<E>,
@@ -73,12 +89,20 @@ export class AggregateCache<S, E extends LogEvent = LogEvent> {
   async start(): Promise<void> {
     if (this.subscription) return;
     const head = await this.log.head();
-    this.subscription = this.log.subscribe(this.options.categories, head, (e) => this.feed(e));
-    // A dead feed only makes the cache colder: load() checks freshness on every call.
-    this.subscription.closed.catch(() => {
-      this.subscription = undefined;
+    const sub = this.log.subscribe(this.options.categories, head, (e) => this.feed(e));
+    this.subscription = sub;
+    // A dead feed would leave entries behind the log: writers would then pay a conflict and a
+    // reread each. Forget everything and serve from the log until the owner restarts the feed.
+    sub.closed.catch(() => {
+      if (this.subscription === sub) this.subscription = undefined;
+      this.clear();
     });
-    await this.subscription.caughtUp;
+    await sub.caughtUp;
+  }
+
+  /** Whether the feed is live: the owner restarts it (start again) when it is not. */
+  get following(): boolean {
+    return this.subscription !== undefined;
   }
 
   async stop(): Promise<void> {
@@ -87,27 +111,63 @@ export class AggregateCache<S, E extends LogEvent = LogEvent> {
     await s?.stop();
   }
 
-  /** The aggregate's state and version: from the cache when it is current, else by a full read. */
-  async load(stream: string): Promise<LoadedAggregate<S>> {
-    const version = await this.log.version(stream);
+  /** The aggregate's state and version, from the cache when allowed (see LoadOptions), else read. */
+  async load(stream: string, options: LoadOptions = {}): Promise<LoadedAggregate<S>> {
     const entry = this.entries.get(stream);
-    if (entry && entry.version === version) {
+    // A cached 'no_stream' is never trusted as is: "not found" would be a rejection on old news.
+    if (entry && options.freshness === 'cache' && this.subscription && entry.version !== 'no_stream') {
       this.touch(stream, entry);
       this.stats.hits++;
-      return { stream, state: entry.state, version, cached: true };
+      return { stream, state: entry.state, version: entry.version, cached: true };
+    }
+    if (entry) {
+      const version = await this.log.version(stream);
+      const current = this.entries.get(stream);
+      if (current && current.version === version) {
+        this.touch(stream, current);
+        this.stats.hits++;
+        return { stream, state: current.state, version, cached: true };
+      }
     }
     this.stats.misses++;
     return this.reload(stream);
   }
 
-  /** A full read, ignoring the cache, then cached. */
+  /** Whether `loaded` is still the stream's version in the log (one cheap request). */
+  async isCurrent(loaded: LoadedAggregate<S>): Promise<boolean> {
+    return (await this.log.version(loaded.stream)) === loaded.version;
+  }
+
+  /** A read of the stream, ignoring the cache, then cached unless a newer entry is there. */
   async reload(stream: string): Promise<LoadedAggregate<S>> {
-    const r = await this.log.read(stream);
-    let state = this.options.initial(stream);
-    for (const e of r.events) state = this.options.evolve(state, e.event);
-    const position = r.events.length > 0 ? r.events[r.events.length - 1].position : undefined;
-    this.remember(stream, { state, version: r.version, position });
-    return { stream, state, version: r.version, cached: false };
+    const buffer: StoredEvent<E>[] = [];
+    const buffers = this.reading.get(stream) ?? [];
+    buffers.push(buffer);
+    this.reading.set(stream, buffers);
+    let r;
+    try {
+      r = await this.log.read(stream);
+    } finally {
+      buffers.splice(buffers.indexOf(buffer), 1);
+      if (buffers.length === 0) this.reading.delete(stream);
+    }
+    const read: Entry<S> = { state: this.options.initial(stream), version: r.version, position: undefined };
+    for (const e of r.events) {
+      read.state = this.options.evolve(read.state, e.event);
+      read.position = e.position;
+    }
+    const result = { stream, state: read.state, version: read.version, cached: false };
+    // Events the subscription delivered during the read, past what the read returned.
+    let continuous = true;
+    for (const e of buffer) continuous &&= this.extend(read, e) !== 'gap';
+    const existing = this.entries.get(stream);
+    if (existing && existing.position !== undefined && (read.position === undefined || existing.position >= read.position)) {
+      // The cache is already at or past this read: keep it.
+      return result;
+    }
+    if (continuous && !read.pending) this.remember(stream, read);
+    else this.evict(stream);
+    return result;
   }
 
   /**
@@ -131,14 +191,38 @@ export class AggregateCache<S, E extends LogEvent = LogEvent> {
     this.stats.entries = this.entries.size;
   }
 
-  private feed(e: StoredEvent<E>): void {
+  /** Drops every aggregate. */
+  clear(): void {
+    this.entries.clear();
+    this.stats.entries = 0;
+  }
+
+  /** The subscription's handler; public so that tests can feed events in any interleaving. */
+  feed(e: StoredEvent<E>): void {
     if (!this.matches(e.category)) return;
+    for (const buffer of this.reading.get(e.stream) ?? []) buffer.push(e);
     const entry = this.entries.get(e.stream);
     // Only aggregates someone loaded are kept warm; the rest would just fill memory.
     if (!entry) return;
-    const after = entry.pending?.position ?? entry.position;
-    if (after !== undefined && e.position <= after) return;
-    const base = entry.pending?.state ?? entry.state;
+    if (this.extend(entry, e) === 'gap') {
+      this.stats.gaps++;
+      this.evict(e.stream);
+    }
+  }
+
+  /** Folds `e` into `entry` when it continues it; `'gap'` when it does not. */
+  private extend(entry: Entry<S>, e: StoredEvent<E>): 'applied' | 'known' | 'gap' {
+    const at = entry.pending?.position ?? entry.position;
+    if (at !== undefined && e.position <= at) return 'known';
+    let base: S;
+    if (entry.pending) {
+      // The rest of a commit already begun: same commit, same version.
+      if (e.version !== entry.pending.version) return 'gap';
+      base = entry.pending.state;
+    } else {
+      if (e.previous === undefined || e.previous !== entry.version) return 'gap';
+      base = entry.state;
+    }
     const state = this.options.evolve(base, e.event);
     if (e.endOfCommit) {
       entry.state = state;
@@ -146,8 +230,9 @@ export class AggregateCache<S, E extends LogEvent = LogEvent> {
       entry.position = e.position;
       entry.pending = undefined;
     } else {
-      entry.pending = { state, position: e.position };
+      entry.pending = { state, version: e.version, position: e.position };
     }
+    return 'applied';
   }
 
   private remember(stream: string, entry: Entry<S>): void {

@@ -42,6 +42,13 @@ export interface StoredEvent<E extends LogEvent = LogEvent> {
    */
   readonly version: StreamVersion;
   /**
+   * The stream's version just before this event (`'no_stream'` for the stream's first event), or
+   * undefined when the adapter cannot tell (a JetStream commit appended with `'any'`). A cache
+   * folds an event only when `previous` is the version it holds, so it can never skip an event.
+   * Events of one JetStream commit share it, as they share `version`.
+   */
+  readonly previous: StreamVersion | 'no_stream' | undefined;
+  /**
    * False for every event of a multi-event commit but the last: a state folded up to such an event
    * is not at `version` yet (JetStream stores one append as one message).
    */

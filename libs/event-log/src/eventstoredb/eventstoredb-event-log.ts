@@ -298,6 +298,7 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
       event: data as E,
       position: position ? positionToken(position) : '',
       version: revision.toString(),
+      previous: revision === 0n ? 'no_stream' : (revision - 1n).toString(),
       // Every revision is a real stream version on EventStoreDB.
       endOfCommit: true,
     };

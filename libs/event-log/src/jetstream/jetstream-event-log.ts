@@ -9,6 +9,7 @@ import {
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
+  type MsgHdrs,
   type NatsConnection,
   type NatsError,
   type StoredMsg,
@@ -61,6 +62,11 @@ export interface JetStreamEventLogOptions {
   /** When false, the stream must exist already (e.g. created by deployment tooling). Default true. */
   readonly createStream?: boolean;
   readonly ownsConnection?: boolean;
+  /**
+   * Serve version and stream reads by JetStream direct get instead of the stream leader. Only
+   * honoured on a stream with one replica, where no replica can lag. Default false.
+   */
+  readonly directReads?: boolean;
 }
 
 /** One append is stored as one message: JetStream 2.9 has no atomic batch publish. */
@@ -133,7 +139,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     const timeout = options.requestTimeoutMs ?? 5_000;
     const subjects = `${options.subjectPrefix}.evt.>`;
     let jsm: JetStreamManager;
-    let direct = true;
+    let direct = options.directReads === true && replicas === 1;
     try {
       jsm = await nc.jetstreamManager({ timeout });
       const existing = await jsm.streams.info(options.streamName).catch((e: NatsError) => {
@@ -147,7 +153,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
             `stream ${options.streamName} exists without subject ${subjects} (has ${existing.config.subjects?.join(', ')})`,
           );
         }
-        direct = existing.config.allow_direct === true;
+        direct = options.directReads === true && existing.config.allow_direct === true && existing.config.num_replicas === 1;
       } else if (options.createStream === false) {
         throw new EventLogConfigError('streamName', `stream ${options.streamName} does not exist and createStream is false`);
       } else {
@@ -244,7 +250,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     const chain = await this.walkChain(stream, subject, head);
     const events: StoredEvent<E>[] = [];
     if (chain) {
-      for (const m of chain) events.push(...this.unpack(stream, category, m.seq, m.data));
+      for (const m of chain) events.push(...this.unpack(stream, category, m.seq, m.data, prevOf(m.header)));
     } else {
       await this.scanSubject(stream, category, subject, head.seq, events);
     }
@@ -291,7 +297,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     const deliver = async (m: JsMsg): Promise<void> => {
       const { stream, category } = this.streamOfSubject(m.subject);
       if (matches(category)) {
-        const events = this.unpack(stream, category, m.seq, m.data);
+        const events = this.unpack(stream, category, m.seq, m.data, prevOf(m.headers));
         for (const e of events) {
           if (stopped) return;
           if (m.seq === fromSeq && indexOf(e.position) <= fromIndex) continue;
@@ -377,7 +383,11 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     await this.jsm.streams.delete(this.streamName);
   }
 
-  /** Direct get (served by any replica, no stream leader round trip) when the stream allows it. */
+  /**
+   * Reads that decide (a version, a chain, a head) come from the stream leader. Direct get may be
+   * served by a replica that lags the leader, and a stale version would let a writer decide on
+   * old state; it is used only when the deployment asks for it on a single-replica stream.
+   */
   private getMessage(query: { seq: number } | { last_by_subj: string }): Promise<StoredMsg> {
     return this.direct
       ? (this.jsm as unknown as { direct: DirectGet }).direct.getMessage(this.streamName, query)
@@ -442,10 +452,13 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     } catch (e) {
       throw new LogUnavailableError('read', stream, { cause: e });
     }
+    // The subject's messages in order: each one's predecessor is the one before it.
+    let before: number | undefined;
     try {
       for await (const m of sub) {
         if (m.seq > lastSeq) break;
-        into.push(...this.unpack(stream, category, m.seq, m.data));
+        into.push(...this.unpack(stream, category, m.seq, m.data, before === undefined ? 'no_stream' : String(before)));
+        before = m.seq;
         if (m.seq === lastSeq) break;
       }
     } catch (e) {
@@ -463,7 +476,13 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     return { stream: `${category}-${rest.slice(dot + 1)}`, category };
   }
 
-  private unpack(stream: string, category: string, seq: number, data: Uint8Array): StoredEvent<E>[] {
+  private unpack(
+    stream: string,
+    category: string,
+    seq: number,
+    data: Uint8Array,
+    previous: StreamVersion | 'no_stream' | undefined,
+  ): StoredEvent<E>[] {
     let envelope: CommitEnvelope<E>;
     try {
       envelope = this.codec.decode(data);
@@ -481,6 +500,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
       event,
       position: position(seq, i),
       version,
+      previous,
       endOfCommit: i === last,
     }));
   }
@@ -493,6 +513,13 @@ interface DirectGet {
 
 class HandlerFailure {
   constructor(readonly error: unknown) {}
+}
+
+/** The commit's predecessor from its header: `'no_stream'` for 0, undefined for an `'any'` append. */
+function prevOf(h: MsgHdrs | undefined): StreamVersion | 'no_stream' | undefined {
+  const prev = h?.get(PREV_HEADER);
+  if (!prev || !/^\d+$/.test(prev)) return undefined;
+  return prev === '0' ? 'no_stream' : prev;
 }
 
 function position(seq: number, index: number): string {

@@ -75,6 +75,7 @@ export class InMemoryEventLog<E extends LogEvent = LogEvent> implements EventLog
         position: pad(this.all.length),
         // Every revision is a real version here, as on EventStoreDB.
         version: String(s.events.length),
+        previous: s.events.length === 0 ? 'no_stream' : String(s.events.length - 1),
         endOfCommit: true,
       };
       this.all.push(stored);
