@@ -15,7 +15,7 @@ export class EscalateProposalHandler {
   async handle(body: unknown, identity: Identity): Promise<{ proposal: ProposalForReader }> {
     const data = parseEscalateRequest(body);
     const requester = await this.context.actAs(identity, data.requested_by, 'requested_by');
-    const loaded = await this.store.load(data.proposal_id);
+    const loaded = await this.store.load(data.proposal_id, 'cache');
     this.context.authorize(requester, 'escalate', projectProposal(loaded.state).domain);
     const result = await this.store.execute({
       type: PROPOSAL_COMMAND_TYPES.EscalateProposal,

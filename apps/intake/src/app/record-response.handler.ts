@@ -30,7 +30,7 @@ export class RecordResponseHandler {
   async handle(body: unknown, identity: Identity): Promise<{ proposal: ProposalForReader; factors: StampedFactors }> {
     const { schema_version: _version, domain_authority, trust_score, ...data } = parseRespondRequest(body);
     const respondent = await this.context.actAs(identity, data.participant_id, 'participant_id');
-    const loaded = await this.store.load(data.proposal_id);
+    const loaded = await this.store.load(data.proposal_id, 'cache');
     const domain = projectProposal(loaded.state).domain;
     const grant = this.context.authorize(respondent, 'respond', domain);
     const label = await this.labels.of(data.proposal_id);

@@ -1,18 +1,27 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import {
   AcpError,
-  CommandResult,
   DeciderConfig,
   ProposalCommand,
   ProposalEvent,
   ProposalState,
+  decide,
   evolveProposal,
-  handleProposalCommand,
   initialProposalState,
   proposalStream,
   PROPOSAL_STREAM_CATEGORY,
 } from '@conclave/acp-protocol';
-import { AggregateCache, ConcurrencyError, EventLog, LoadedAggregate, LogEvent, isEventLogError } from '@conclave/event-log';
+import {
+  AggregateCache,
+  CommandConflictError,
+  CommandOutcome,
+  Decider,
+  EventLog,
+  LoadedAggregate,
+  LogEvent,
+  handleCommand,
+  isEventLogError,
+} from '@conclave/event-log';
 import { Readiness } from './readiness';
 import { DECIDER_CONFIG, EVENT_LOG } from './tokens';
 
@@ -25,10 +34,10 @@ export interface ProposalStoreOptions {
 }
 
 /**
- * The one pipeline every proposal command goes through (STYLE.md "What we take" 7): load the
- * proposal (from a cache fed by the log, checked fresh against the log's version), run the pure
- * decider, append with the version just read. On a version conflict (another replica wrote
- * first) it re-reads and decides again, bounded; the caller never sees a lost write.
+ * The proposal aggregate's command pipeline: `handleCommand` over a cache of folded proposals
+ * fed by the log. A writer decides on the cached state and appends with its version; a stale
+ * entry costs a conflict and a reread, never a wrong decision, and a rejection made on a cached
+ * state is confirmed against the log's version before it is returned.
  */
 @Injectable()
 export class ProposalStore implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -36,6 +45,7 @@ export class ProposalStore implements OnApplicationBootstrap, OnApplicationShutd
   private readonly cache: AggregateCache<ProposalState, ProposalEvent>;
   private readonly maxAttempts: number;
   private readonly options: ProposalStoreOptions;
+  private readonly proposalDecider: Pick<Decider<ProposalState, ProposalCommand, ProposalEvent>, 'decide' | 'evolve'>;
   private started = false;
 
   constructor(
@@ -46,7 +56,8 @@ export class ProposalStore implements OnApplicationBootstrap, OnApplicationShutd
   ) {
     this.options = { ...options, decider };
     this.maxAttempts = this.options.maxAttempts ?? 8;
-    readiness?.register('proposal-cache', () => this.started);
+    this.proposalDecider = { decide: (command, state) => decide(command, state, decider), evolve: evolveProposal };
+    readiness?.register('proposal-cache', () => this.started && this.cache.following);
     this.cache = new AggregateCache<ProposalState, ProposalEvent>(log as unknown as EventLog<ProposalEvent>, {
       categories: [PROPOSAL_STREAM_CATEGORY],
       initial: () => initialProposalState,
@@ -59,6 +70,10 @@ export class ProposalStore implements OnApplicationBootstrap, OnApplicationShutd
     return this.options.decider;
   }
 
+  get cacheStats() {
+    return this.cache.stats;
+  }
+
   async onApplicationBootstrap(): Promise<void> {
     await this.cache.start();
     this.started = true;
@@ -69,36 +84,32 @@ export class ProposalStore implements OnApplicationBootstrap, OnApplicationShutd
     await this.cache.stop();
   }
 
-  load(proposalId: string): Promise<LoadedAggregate<ProposalState>> {
-    return this.cache.load(proposalStream(proposalId)).catch(rethrowInfrastructure);
+  /**
+   * The proposal as the log has it now (`'log'`, for queries), or as cached (`'cache'`, for a
+   * command that only needs what never changes, such as the domain, before it is decided).
+   */
+  load(proposalId: string, freshness: 'log' | 'cache' = 'log'): Promise<LoadedAggregate<ProposalState>> {
+    return this.cache.load(proposalStream(proposalId), { freshness }).catch(rethrowInfrastructure);
   }
 
   /**
    * Decides and appends; returns what was appended (nothing when the decider had nothing to do).
-   * A caller that has just loaded the proposal (to authorize, say) passes it, and the first
-   * attempt decides on it instead of loading again; a conflict reloads as usual.
+   * A caller that has just loaded the proposal passes it, and the first attempt decides on it.
    */
-  async execute(command: ProposalCommand, loaded?: LoadedAggregate<ProposalState>): Promise<CommandResult> {
+  async execute(command: ProposalCommand, loaded?: LoadedAggregate<ProposalState>): Promise<CommandOutcome<ProposalState, ProposalEvent>> {
     const stream = proposalStream(command.data.proposal_id);
-    let preloaded = loaded?.stream === stream ? loaded : undefined;
-    for (let attempt = 1; ; attempt++) {
-      const loaded = preloaded ?? (await this.cache.load(stream).catch(rethrowInfrastructure));
-      preloaded = undefined;
-      const result = handleProposalCommand(loaded.state, command, this.options.decider);
-      if (result.events.length === 0) return result;
-      try {
-        await this.cache.append(stream, result.events, loaded.version);
-        return result;
-      } catch (err) {
-        if (err instanceof ConcurrencyError && attempt < this.maxAttempts) {
-          this.logger.debug(`version conflict on ${stream}, attempt ${attempt}: deciding again`);
-          continue;
-        }
-        if (err instanceof ConcurrencyError) {
-          throw new AcpError('CONFLICT', `${stream} kept changing under ${this.maxAttempts} attempts; retry the command`);
-        }
-        rethrowInfrastructure(err);
+    try {
+      return await handleCommand(this.cache, stream, this.proposalDecider, command, {
+        maxAttempts: this.maxAttempts,
+        loaded,
+        onConflict: (s, attempt) => this.logger.debug(`version conflict on ${s}, attempt ${attempt}: deciding again`),
+      });
+    } catch (err) {
+      if (err instanceof CommandConflictError) {
+        this.logger.warn(`${stream}: still conflicting after ${err.attempts} attempts`);
+        throw new AcpError('CONFLICT', `${stream} kept changing under ${err.attempts} attempts; retry the command`);
       }
+      rethrowInfrastructure(err);
     }
   }
 }
