@@ -9,7 +9,16 @@
 import { monotonicFactory } from 'ulid';
 import { ConcurrencyError, EventTooLargeError, InvalidAppendError, InvalidStreamNameError } from '../core/errors';
 import { deferred, mapConcurrent } from '../core/internal';
-import type { EventLog, LogEvent, Position, StartFrom, StoredEvent, Subscription } from '../core/types';
+import type {
+  AppendResult,
+  EventLog,
+  ExpectedVersion,
+  LogEvent,
+  Position,
+  StartFrom,
+  StoredEvent,
+  Subscription,
+} from '../core/types';
 
 export interface TestEvent extends LogEvent {
   readonly event_id: string;
@@ -285,6 +294,50 @@ export function describeEventLogContract(
         expect(last?.endOfCommit).toBe(true);
       }
       expect(c.events[3].position).toBe(ra2.position);
+    });
+
+    it("gives each event the version before it: 'no_stream' first, then each commit continues from the last", async () => {
+      // Given a stream written in commits of one and of several events.
+      const cat = category();
+      const s = `${cat}-${nextId()}`;
+      const commits = [[ev('A')], [ev('B'), ev('C')], [ev('D')], [ev('E'), ev('F'), ev('G')]];
+      const results: AppendResult[] = [];
+      let version: ExpectedVersion = 'no_stream';
+      for (const events of commits) {
+        const r = await log.append(s, events, version);
+        results.push(r);
+        version = r.version;
+      }
+      // When it is read and subscribed to.
+      const read = await log.read(s);
+      const c = new Collector();
+      const sub = track(log.subscribe([cat], 'start', c.handler));
+      await within(sub.caughtUp, 10_000, 'catch-up');
+      // Then both chain: a cache holding a commit's `previous` may fold it, so no event can be skipped.
+      for (const [how, events] of [['read', read.events], ['subscribe', c.events]] as const) {
+        expect({ how, types: events.map((e) => e.event.type) }).toEqual({ how, types: ['A', 'B', 'C', 'D', 'E', 'F', 'G'] });
+        let at = 0;
+        commits.forEach((commit, i) => {
+          const inCommit = events.slice(at, at + commit.length);
+          at += commit.length;
+          const before = i === 0 ? 'no_stream' : results[i - 1].version;
+          expect({ how, commit: i, previous: inCommit[0].previous }).toEqual({ how, commit: i, previous: before });
+          // Inside a commit: per-event versions chain one by one; a commit stored as one record
+          // (JetStream) gives all its events the commit's `previous` and `version`.
+          for (let k = 1; k < inCommit.length; k++) {
+            const [prev, e] = [inCommit[k - 1], inCommit[k]];
+            const chained = e.previous === prev.version;
+            const shared = e.previous === prev.previous && e.version === prev.version;
+            expect({ how, commit: i, event: k, chainedOrShared: chained || shared }).toEqual({
+              how,
+              commit: i,
+              event: k,
+              chainedOrShared: true,
+            });
+          }
+          expect(inCommit[inCommit.length - 1].version).toBe(results[i].version);
+        });
+      }
     });
 
     it('catches up, says so, then follows live', async () => {
