@@ -168,3 +168,5 @@ export type ChairMode = (typeof CHAIR_MODES)[number];
 
 /** Members id goes into a NATS subject token, so it is restricted to token-safe characters. */
 export const MEMBER_ID_PATTERN = /^[A-Za-z0-9_-]+$/;
+/** Member ids that would read as the controller's blind refs (`anon-A-v1`, `review-2`) are refused. */
+export const RESERVED_MEMBER_ID = /^(?:anon-[A-Z]+-v\d+|review-\d+)$/;

@@ -1,5 +1,5 @@
 import { checkHardLimits, computeCheckpoint, deriveTerminalState, evaluateRound, bestCheckpoint, runDeadlineMs } from './convergence-and-termination';
-import { COUNCIL_EVENT_SCHEMA_VERSION, COUNCIL_EVENT_TYPES as E, TASK_STAGE_ROLE, TaskStage, TerminalState, councilTaskSubject } from './contracts';
+import { CONFLICT_TYPES, COUNCIL_EVENT_SCHEMA_VERSION, COUNCIL_EVENT_TYPES as E, TASK_STAGE_ROLE, TaskStage, TerminalState, councilTaskSubject } from './contracts';
 import { CouncilError } from './errors';
 import { degradedVerdict } from './failure-and-degraded-operation';
 import { frameCheckDue, openFrameChallenges } from './frame-challenge';
@@ -19,7 +19,7 @@ import {
 import { GoalContract } from './goal-contract';
 import { proposalTaskInputs } from './independent-proposal';
 import { stageTimeoutMs } from './policy';
-import { assignAnonymousLabels, reviewTargetsFor, reviewTaskInputs, blindCandidate, blindReview, scrubMemberIds } from './review-and-anonymity';
+import { assignAnonymousLabels, reviewTargetsFor, reviewTaskInputs, blindCandidate, blindReview } from './review-and-anonymity';
 import { activeMembersWithRole, currentCandidateIds, tasksOf } from './run-queries';
 import { ActiveRun, CouncilRunState, RunData, evolveRun, evolveRunInPlace } from './state';
 import { revisionTaskInputs } from './targeted-revision';
@@ -243,15 +243,13 @@ function nextStep(run: ActiveRun, now: string, options: ControllerOptions): Cont
         const moderator = activeMembersWithRole(run, 'moderator')[0]?.member_id ?? run.chair_order.find((id) => !run.failed_members.includes(id));
         if (moderator === undefined) return [closeStage(run, now, 'conflict-map', afterConflictMap(run), options, 'no moderator or chair standing')];
         const ids = currentCandidateIds(run);
-        const inputs = scrubMemberIds(
-          {
-            candidates: ids.map((id) => blindCandidate(run, id)),
-            reviews: run.review_order.filter((id) => run.reviews[id].round === run.round && run.reviews[id].generation === run.generation).map((id) => blindReview(run, id)),
-            conflict_types: ['fact', 'causal-model', 'information-set', 'value', 'risk-preference', 'time-horizon', 'resource-constraint', 'goal/frame'],
-            instructions: 'Return a ConflictMap; positions are candidate_refs; each conflict carries discriminating_evidence (or value_owner for a value conflict).',
-          },
-          run.panel.map((m) => m.member_id),
-        );
+        // Member content is scrubbed (blindCandidate, blindReview); the controller's own words are not.
+        const inputs = {
+          candidates: ids.map((id) => blindCandidate(run, id)),
+          reviews: run.review_order.filter((id) => run.reviews[id].round === run.round && run.reviews[id].generation === run.generation).map((id) => blindReview(run, id)),
+          conflict_types: [...CONFLICT_TYPES],
+          instructions: 'Return a ConflictMap; positions are candidate_refs; each conflict carries discriminating_evidence (or value_owner for a value conflict).',
+        };
         return [issue(run, now, 'conflict-map', moderator, inputs, options)];
       }
       if (p === 'pending') return [];
@@ -263,13 +261,10 @@ function nextStep(run: ActiveRun, now: string, options: ControllerOptions): Cont
         const observer = activeMembersWithRole(run, 'frame-observer')[0];
         if (!observer) return [closeStage(run, now, 'frame-check', 'evaluate', options, 'no frame observer standing')];
         const ids = currentCandidateIds(run);
-        const inputs = scrubMemberIds(
-          {
-            candidates: ids.map((id) => blindCandidate(run, id)),
-            instructions: 'Run the Inside-Outsider check: return frame-holds, or frame-challenge with assumed_frame, excluded, evidence_refs or inference, reversal_signal, re_entry_action.',
-          },
-          run.panel.map((m) => m.member_id),
-        );
+        const inputs = {
+          candidates: ids.map((id) => blindCandidate(run, id)),
+          instructions: 'Run the Inside-Outsider check: return frame-holds, or frame-challenge with assumed_frame, excluded, evidence_refs or inference, reversal_signal, re_entry_action.',
+        };
         return [issue(run, now, 'frame-check', observer.member_id, inputs, options)];
       }
       if (p === 'pending') return [];

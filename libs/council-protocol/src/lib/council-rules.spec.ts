@@ -384,6 +384,8 @@ describe('spec 18 failure and degraded operation (checklist 14)', () => {
   it('given a member descriptor with a lens and roles, then a run started with a single-model panel records the shared independence group (19.2)', () => {
     const d = drive(startCommand({ panel: [member('a'), member('b'), member('c'), member('chair', 'chair', ['chair'])] }), defaultBehaviour());
     expect(run(d).diversity_profile?.correlated).toBe(true);
+    expect(d.refusals).toEqual([]);
+    expect(terminal(d)?.terminal_state).toBe('decided');
   });
 });
 

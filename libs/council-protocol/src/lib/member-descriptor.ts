@@ -1,4 +1,4 @@
-import { COUNCIL_ROLES, CouncilRole, DEFAULT_MEMBER_ROLES, MEMBER_ID_PATTERN } from './contracts';
+import { COUNCIL_ROLES, CouncilRole, DEFAULT_MEMBER_ROLES, MEMBER_ID_PATTERN, RESERVED_MEMBER_ID } from './contracts';
 import { CouncilError } from './errors';
 import { arr, fail, join, optStr, record, str, strings } from './validation';
 
@@ -28,6 +28,7 @@ export function parseMemberDescriptor(input: unknown, path = ''): MemberDescript
   const o = record(input, path);
   const memberId = str(o, 'member_id', path);
   if (!MEMBER_ID_PATTERN.test(memberId)) fail(join(path, 'member_id'), 'must match [A-Za-z0-9_-]+ (it is a NATS subject token)');
+  if (RESERVED_MEMBER_ID.test(memberId)) fail(join(path, 'member_id'), 'must not read as a blind ref (anon-<letter>-v<n>, review-<n>)');
   const d: MemberDescriptor = {
     member_id: memberId,
     model_family: str(o, 'model_family', path),

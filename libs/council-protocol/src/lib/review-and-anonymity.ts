@@ -134,18 +134,51 @@ export function reviewTaskInputs(run: RunData, reviewerId: string, candidateIds:
 }
 
 /**
- * Deep-replace every panel member id inside strings: free text can leak an author ("as
- * member-builder-01 I think..."), and the blind surface must not.
+ * What the controller writes on the blind surface (refs, labels, the scrub mark itself): never
+ * scrubbed, so a member whose id is `A` or `review` cannot corrupt `anon-A-v1` or `review-2`.
+ */
+const BLIND_GRAMMAR = String.raw`anon-[A-Z]+-v\d+|review-\d+(?:#issue-\d+)?|Candidate [A-Z]+|\[member\]`;
+const BLIND_OR_TOKEN = new RegExp(String.raw`(${BLIND_GRAMMAR})(?![A-Za-z0-9_-])|[A-Za-z0-9_-]+`, 'g');
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * A member id occurs in a word when it is the whole word or a `-`/`_`-separated part of it
+ * (`cand-A-v1` names `A`; `x-ray` names `x`, `ab` does not name `a`).
+ */
+function idPartPattern(ids: readonly string[]): RegExp | null {
+  const sorted = [...new Set(ids)].filter((id) => id.length > 0).sort((a, b) => b.length - a.length);
+  if (sorted.length === 0) return null;
+  return new RegExp(`(?<=^|[-_])(?:${sorted.map(escapeRegExp).join('|')})(?=$|[-_])`, 'g');
+}
+
+function scrubText(text: string, part: RegExp): string {
+  return text.replace(BLIND_OR_TOKEN, (word: string, blind: string | undefined) => (blind !== undefined ? word : word.replace(part, '[member]')));
+}
+
+/**
+ * Replace every panel member id inside strings: free text can leak an author ("as
+ * member-builder-01 I think..."), and the blind surface must not. Ids are matched as words or
+ * word parts, never as raw substrings, and the controller's blind refs are left alone.
  */
 export function scrubMemberIds<T>(value: T, memberIds: readonly string[]): T {
-  const ids = [...memberIds].filter((id) => id.length > 0).sort((a, b) => b.length - a.length);
+  const part = idPartPattern(memberIds);
+  if (part === null) return value;
   const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') return ids.reduce((s, id) => s.split(id).join('[member]'), v);
+    if (typeof v === 'string') return scrubText(v, part);
     if (Array.isArray(v)) return v.map(walk);
     if (isRecord(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
     return v;
   };
   return walk(value) as T;
+}
+
+/** Does `text` name `memberId` the way the scrubber would see it (outside blind refs)? */
+export function mentionsMemberId(text: string, memberId: string): boolean {
+  const part = idPartPattern([memberId]);
+  return part !== null && scrubText(text, part) !== text;
 }
 
 /**

@@ -9,6 +9,7 @@ import { independenceViolations, stringsIn } from './independent-proposal';
 import { MemberDescriptor, parseMemberDescriptor } from './member-descriptor';
 import { ReviewArtifact, parseReviewArtifact, reviewIssueId } from './review-artifact';
 import { parseRevisionArtifact, RevisionResponse } from './revision-artifact';
+import { mentionsMemberId } from './review-and-anonymity';
 import { isRecord } from './validation';
 
 export const RUN_RECORD_PROBLEM_CODES = [
@@ -201,7 +202,7 @@ export function validateRunRecord(json: unknown): RunRecordReport {
     tasks.forEach((t, i) => {
       if (!isRecord(t) || t['stage'] !== 'review') return;
       const text = stringsIn(t['inputs']);
-      const leaked = authors.filter((a) => text.some((s) => s.includes(a)));
+      const leaked = authors.filter((a) => text.some((s) => mentionsMemberId(s, a)));
       if (leaked.length) add('AUTHOR_ID_IN_REVIEW_INPUTS', `tasks[${i}].inputs`, `review inputs name ${leaked.join(', ')}`);
     });
   }

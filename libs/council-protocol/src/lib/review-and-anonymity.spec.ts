@@ -1,0 +1,65 @@
+import fc from 'fast-check';
+import { MEMBER_ID_PATTERN } from './contracts';
+import { parseMemberDescriptor } from './member-descriptor';
+import { mentionsMemberId, scrubMemberIds } from './review-and-anonymity';
+import { StartedRun } from './state';
+import { defaultBehaviour, drive, member, startCommand } from '../testing/council-fixtures';
+
+/** Spec 11.1: the blind surface names no member, and scrubbing never touches the controller's own refs. */
+describe('spec 11.1 blind surface: scrubbing member ids', () => {
+  it('given single-letter member ids, when a text with blind refs is scrubbed, then the refs survive and the ids go', () => {
+    const text = 'anon-A-v1 beats anon-B-v2 (review-3#issue-1); Candidate A was written by A and cand-b-v1 by b';
+    expect(scrubMemberIds(text, ['A', 'B', 'a', 'b'])).toBe('anon-A-v1 beats anon-B-v2 (review-3#issue-1); Candidate A was written by [member] and cand-[member]-v1 by [member]');
+  });
+
+  it('given an id inside a longer word, when scrubbed, then the word is kept (ids are whole parts, not substrings)', () => {
+    expect(scrubMemberIds('a plan for x-ray and ab', ['a', 'x'])).toBe('[member] plan for [member]-ray and ab');
+    expect(scrubMemberIds('by m-1 and m-10', ['m-1', 'm-10'])).toBe('by [member] and [member]');
+  });
+
+  it('given an already scrubbed text, when scrubbed again, then nothing changes (idempotent)', () => {
+    const once = scrubMemberIds('member said so', ['member']);
+    expect(scrubMemberIds(once, ['member'])).toBe(once);
+  });
+
+  const idArb = fc.stringMatching(/^[A-Za-z0-9_]{1,3}(-[A-Za-z0-9_]{1,3})?$/).filter((id) => MEMBER_ID_PATTERN.test(id));
+  const refArb = fc.oneof(
+    fc.tuple(fc.stringMatching(/^[A-Z]{1,2}$/), fc.integer({ min: 1, max: 9 })).map(([l, v]) => `anon-${l}-v${v}`),
+    fc.tuple(fc.integer({ min: 1, max: 30 }), fc.integer({ min: 1, max: 5 })).map(([r, i]) => `review-${r}#issue-${i}`),
+    fc.integer({ min: 1, max: 30 }).map((r) => `review-${r}`),
+    fc.stringMatching(/^[A-Z]{1,2}$/).map((l) => `Candidate ${l}`),
+  );
+  const blindRefs = (s: string) => s.match(/anon-[A-Z]+-v\d+|review-\d+(?:#issue-\d+)?|Candidate [A-Z]+/g) ?? [];
+
+  it('property: for any member ids, scrubbing never corrupts an anonymous ref and leaves no member id behind', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(idArb, { minLength: 1, maxLength: 6 }), fc.array(fc.oneof(refArb, idArb, fc.constantFrom('and', 'by', ',', 'the')), { maxLength: 20 }), (ids, words) => {
+        const text = words.join(' ');
+        const out = scrubMemberIds(text, ids);
+        expect(blindRefs(out)).toEqual(blindRefs(text));
+        for (const id of ids) expect(mentionsMemberId(out.replace(/anon-[A-Z]+-v\d+|review-\d+(?:#issue-\d+)?|Candidate [A-Z]+/g, ' '), id)).toBe(false);
+      }),
+    );
+  });
+
+  it('given a member id shaped like a blind ref, when the descriptor is parsed, then SCHEMA_VIOLATION on member_id', () => {
+    for (const id of ['anon-A-v1', 'review-2']) {
+      expect(() => parseMemberDescriptor({ ...member('x'), member_id: id }, 'panel[0]')).toThrow(expect.objectContaining({ code: 'SCHEMA_VIOLATION', field: 'panel[0].member_id' }));
+    }
+  });
+
+  it('given a panel of single-letter member ids (A, B, a, b), when driven, then reviews are accepted and the run decides', () => {
+    const panel = [member('A'), member('B'), member('a'), member('b', 'chair', ['chair'])];
+    const d = drive(startCommand({ panel }), defaultBehaviour());
+    expect(d.refusals).toEqual([]);
+    const run = d.state as StartedRun;
+    expect(run.review_order.length).toBe(6);
+    expect(d.state.status === 'terminated' && d.state.terminal.terminal_state).toBe('decided');
+    for (const req of d.requests.filter((r) => r.stage === 'review')) {
+      for (const c of req.inputs['candidates'] as { candidate_ref: string; label: string }[]) {
+        expect(c.candidate_ref).toMatch(/^anon-[A-Z]+-v\d+$/);
+        expect(c.label).toMatch(/^Candidate [A-Z]+$/);
+      }
+    }
+  });
+});
