@@ -4,7 +4,7 @@ import { ensureStream, isNotFound } from '@conclave/messaging';
 import { AuditEntry, chainEntry, GENESIS_HASH } from '@conclave/registry-protocol';
 import { EVENT_LOG, NATS_CONNECTION, Readiness, rejectionsStream, SERVICE_CONFIG, ServiceConfig, sha256Hex } from '@conclave/service-kit';
 import { ConsumerMessages, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
-import { auditContentOf } from './audit-entry';
+import { auditContentOf, rejectionEventOf } from './audit-entry';
 
 export interface AuditQuery {
   proposal_id?: string;
@@ -131,7 +131,8 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
 
   private async appendRejection(seq: number, data: Uint8Array): Promise<void> {
     if (seq <= this.lastRejectionSeq) return;
-    const event = JSON.parse(decoder.decode(data)) as StoredEvent['event'];
+    // Validated, forced to a rejection; a malformed message is recorded as such, never thrown.
+    const event = rejectionEventOf(data, seq, new Date().toISOString()) as StoredEvent['event'];
     await this.write({ stream: this.rejections.stream, category: 'rejection', event, position: String(seq), version: String(seq), previous: undefined, endOfCommit: true });
     this.lastRejectionSeq = seq;
   }

@@ -29,6 +29,11 @@ export interface AuditEntryContent {
   position?: string;
   /** Rejections: the error code and message. */
   error?: { code: string; message: string; field?: string };
+  /**
+   * Rejections: whether `actor` had been authenticated (signature, JWT or token) before the
+   * refusal, or was only claimed by the request. Absent on entries written before it existed.
+   */
+  authenticated?: boolean;
 }
 
 export interface AuditEntry extends AuditEntryContent {
