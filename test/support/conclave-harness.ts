@@ -59,7 +59,11 @@ export class ConclaveHarness {
       CONCLAVE_EVENT_SUBJECT_PREFIX: `evt${this.run.toLowerCase()}`,
       CONCLAVE_STREAM_SUFFIX: this.run,
       CONCLAVE_AUTH_MODE: 'off',
+      // The shared test server runs without accounts; security-nats e2e covers a server with them.
+      CONCLAVE_INSECURE_OPEN_NATS: 'true',
       CONCLAVE_EXPIRY_GRACE_MS: '0',
+      // In-process services must not end the test runner; a fatal reactor shows as not ready.
+      CONCLAVE_EXIT_ON_FATAL: 'false',
       HTTP_PORT: '0',
       HTTP_HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',

@@ -184,3 +184,5 @@ export type { CommandResult } from './lib/proposal.handler';
 // decision events (spec 11)
 export { PAYLOAD_SUMMARY_MAX_LENGTH, summarizePayload, toDecisionEvent } from './lib/decision-events';
 export type { DecisionEventOptions } from './lib/decision-events';
+export { expiryDeadlineMs, finalChildOutcome, reactionCommandId, resolverReactions } from './lib/proposal.workflows';
+export type { ResolverReaction } from './lib/proposal.workflows';

@@ -1,142 +1,186 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import {
   AcpError,
-  childOutcomeOf,
+  finalChildOutcome,
+  initialProposalState,
   PROPOSAL_COMMAND_TYPES,
   PROPOSAL_EVENT_TYPES,
   PROPOSAL_STREAM_CATEGORY,
   ProposalEvent,
   ProposalState,
-  isTerminalEvent,
-  pendingResolution,
+  proposalStream,
+  reactionCommandId,
+  resolverReactions,
+  ResolverReaction,
+  evolveProposal,
 } from '@conclave/acp-protocol';
-import type { EventLog, StoredEvent, Subscription } from '@conclave/event-log';
-import { CLOCK, Clock, EVENT_LOG, IDS, IdGenerator, KeyedWorkQueue, ProposalStore, Readiness } from '@conclave/service-kit';
+import type { StoredEvent, StreamVersion } from '@conclave/event-log';
+import { CLOCK, Clock, ProposalStore, Reactor, Reactors, TimerOutcome, TimerQueue } from '@conclave/service-kit';
 
 const ACTOR = 'conclave-resolver';
 
+/** A proposal the resolver follows: its state folded from the events it was handed. */
+interface Followed {
+  state: ProposalState;
+  version: StreamVersion | 'no_stream';
+  /** Last event folded: reactions due now derive their command ids from it. */
+  trigger: string;
+}
+
 /**
  * Resolves proposals whose quorum policy is met (RFC 3.1 Resolve, 7) and parents whose children
- * have all reached a final outcome (9.3). It follows the whole proposal log; during catch-up it
- * only notes which proposals are still open, then examines each once; live, it examines every
- * proposal an event touches. Every action goes through the decider and a compare-and-swap
- * append, so any number of replicas record exactly one resolution (15.4): a replica that loses
- * the race re-reads, and the decider finds nothing left to do.
+ * have all reached a final outcome (9.3). A reactor: it folds every open proposal from the events
+ * its subscription hands it (never reloading what it was just told), asks the pure workflow what
+ * is due, and keeps each reaction in the timer queue until its command is recorded or refused for
+ * good. Command ids derive from the triggering event, so replicas racing on the same reaction
+ * append the same events, which the log keeps once (15.4).
  */
 @Injectable()
 export class ResolutionWatcher implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(ResolutionWatcher.name);
-  /** child proposal id → parents waiting for it (from the parents' submissions). */
-  private readonly parentsOf = new Map<string, Set<string>>();
-  /** Proposals not yet terminal, noted during catch-up. */
-  private readonly open = new Set<string>();
+  /** Proposals not yet final (pending or escalated). */
+  private readonly open = new Map<string, Followed>();
+  /** child proposal id → parents waiting for it (from the parents' submissions), in log order. */
+  private readonly parentsOf = new Map<string, string[]>();
+  /** Reactions waiting in the timer queue, by key. */
+  private readonly reactions = new Map<string, { reaction: ResolverReaction; trigger: string; slot: number }>();
+  private readonly reactor: Reactor<ProposalEvent>;
+  private readonly timers: TimerQueue;
   private live = false;
-  private subscription: Subscription | undefined;
-  /** Proposals are examined concurrently, each one's events in order. */
-  private readonly work = new KeyedWorkQueue(256, (id, err) => this.logger.error(`examining ${id} failed: ${(err as Error).message}`));
 
   constructor(
-    @Inject(EVENT_LOG) private readonly log: EventLog,
     private readonly store: ProposalStore,
     @Inject(CLOCK) private readonly clock: Clock,
-    @Inject(IDS) private readonly ids: IdGenerator,
-    readiness: Readiness,
+    reactors: Reactors,
   ) {
-    readiness.register('resolution-watcher', () => this.live);
+    this.timers = new TimerQueue({
+      clock,
+      parallel: 64,
+      run: (key) => this.react(key),
+      onRetry: (key, attempt, err) => {
+        const message = err instanceof Error ? err.message : 'still due';
+        if (attempt === 1 || attempt % 10 === 0) this.logger.warn(`${key}: attempt ${attempt} failed, retrying: ${message}`);
+      },
+    });
+    this.reactor = reactors.create<ProposalEvent>({
+      name: 'resolver',
+      categories: [PROPOSAL_STREAM_CATEGORY],
+      apply: (e) => this.apply(e),
+      caughtUp: () => this.caughtUp(),
+    });
+  }
+
+  /** Reactions waiting or being retried (for metrics and tests). */
+  get backlog(): number {
+    return this.timers.size;
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    const sub = (this.log as EventLog<ProposalEvent>).subscribe([PROPOSAL_STREAM_CATEGORY], 'start', (e) => this.onEvent(e));
-    this.subscription = sub;
-    sub.closed.catch((err: Error) => this.logger.error(`proposal subscription ended: ${err.message}`));
-    await sub.caughtUp;
-    for (const id of this.open) await this.work.submit(id, () => this.examine(id));
-    await this.work.drain();
-    this.open.clear();
-    this.live = true;
+    await this.reactor.start('start');
   }
 
   async onApplicationShutdown(): Promise<void> {
-    this.live = false;
-    await this.subscription?.stop();
-    await this.work.drain();
+    await this.reactor.stop();
+    await this.timers.stop();
   }
 
-  private async onEvent({ event, endOfCommit }: StoredEvent<ProposalEvent>): Promise<void> {
+  private apply({ event, version, endOfCommit }: StoredEvent<ProposalEvent>): void {
     const id = event.data.proposal_id;
     if (event.type === PROPOSAL_EVENT_TYPES.ProposalSubmitted) {
-      for (const child of event.data.depends_on ?? []) {
-        const parents = this.parentsOf.get(child) ?? new Set<string>();
-        this.parentsOf.set(child, parents.add(id));
-      }
+      for (const child of event.data.depends_on ?? []) this.parentsOf.set(child, [...(this.parentsOf.get(child) ?? []), id]);
     }
-    if (!this.live) {
-      if (isTerminalEvent(event) && event.type !== PROPOSAL_EVENT_TYPES.ProposalEscalated) this.open.delete(id);
-      else this.open.add(id);
+    const followed = this.open.get(id) ?? { state: initialProposalState, version: 'no_stream', trigger: event.event_id };
+    followed.state = evolveProposal(followed.state, event);
+    followed.trigger = event.event_id;
+    if (!endOfCommit) {
+      this.open.set(id, followed);
       return;
     }
-    // Only events that can make a resolution due, or a child's final outcome, need a look.
-    const mayResolve =
-      event.type === PROPOSAL_EVENT_TYPES.ResponseRecorded ||
-      event.type === PROPOSAL_EVENT_TYPES.ChildOutcomeRecorded ||
-      (event.type === PROPOSAL_EVENT_TYPES.ProposalSubmitted && (event.data.depends_on?.length ?? 0) > 0);
-    const decidesChild = isTerminalEvent(event) && this.parentsOf.has(id);
-    if (endOfCommit && (mayResolve || decidesChild)) await this.work.submit(id, () => this.examine(id));
-  }
-
-  /** Does this proposal need a resolution, or do its parents need its outcome? */
-  private async examine(proposalId: string): Promise<void> {
-    try {
-      const loaded = await this.store.load(proposalId);
-      const { state } = loaded;
-      if (state.status === 'initial') return;
-      if (pendingResolution(state, this.store.decider)) {
-        await this.store.execute({
-          type: PROPOSAL_COMMAND_TYPES.ResolveProposal,
-          ...this.metadata(),
-          data: { proposal_id: proposalId },
-        }, loaded);
-      }
-      if (state.status === 'pending' && state.proposal.depends_on.length > 0) {
-        await this.recordKnownChildOutcomes(proposalId, state.proposal.depends_on, state.childOutcomes);
-      }
-      await this.notifyParents(proposalId, state);
-    } catch (err) {
-      // A typed rejection means another replica (or a human) got there first: nothing to do.
-      if (!(err instanceof AcpError) || err.code === 'INTERNAL') {
-        this.logger.error(`examining ${proposalId} failed: ${(err as Error).message}`);
-      }
+    followed.version = version;
+    if (this.live) this.schedule(id, followed);
+    if (finalChildOutcome(followed.state) !== undefined) this.open.delete(id);
+    else this.open.set(id, followed);
+    if (this.live && event.type === PROPOSAL_EVENT_TYPES.ProposalSubmitted && (event.data.depends_on?.length ?? 0) > 0) {
+      void this.recordKnownChildOutcomes(id, event.data.depends_on ?? []);
     }
   }
 
-  private async notifyParents(childId: string, child: ProposalState): Promise<void> {
-    const outcome = child.status === 'resolved' || child.status === 'expired' ? childOutcomeOf(child.resolution) : undefined;
-    if (!outcome) return;
-    for (const parentId of this.parentsOf.get(childId) ?? []) {
-      await this.recordChildOutcome(parentId, childId, outcome);
+  /** Once caught up (at start, and after a resumed subscription): whatever is due now. */
+  private async caughtUp(): Promise<void> {
+    this.live = true;
+    for (const [id, followed] of this.open) {
+      this.schedule(id, followed);
+      if (followed.state.status === 'pending' && followed.state.proposal.depends_on.length > 0) {
+        await this.recordKnownChildOutcomes(id, followed.state.proposal.depends_on);
+      }
+    }
+    this.timers.start();
+  }
+
+  private schedule(id: string, followed: Followed): void {
+    resolverReactions(followed.state, this.parentsOf.get(id) ?? [], this.store.decider).forEach((reaction, slot) => {
+      const key = reaction.kind === 'resolve' ? `resolve:${id}` : `child:${reaction.proposal_id}:${id}`;
+      if (this.reactions.has(key)) return;
+      this.reactions.set(key, { reaction, trigger: followed.trigger, slot });
+      this.timers.schedule(key, this.clock.now().getTime());
+    });
+  }
+
+  /** Runs one reaction; it stays queued (retried with backoff) until recorded or refused. */
+  private async react(key: string): Promise<TimerOutcome> {
+    const queued = this.reactions.get(key);
+    if (!queued) return 'done';
+    const { reaction, trigger, slot } = queued;
+    const command = { command_id: reactionCommandId(trigger, slot), now: this.clock.now().toISOString(), actor: ACTOR };
+    try {
+      if (reaction.kind === 'resolve') {
+        const followed = this.open.get(reaction.proposal_id);
+        if (!followed || resolverReactions(followed.state, [], this.store.decider).length === 0) {
+          this.reactions.delete(key);
+          return 'done';
+        }
+        const loaded = { stream: proposalStream(reaction.proposal_id), state: followed.state, version: followed.version, cached: true };
+        await this.store.execute({ type: PROPOSAL_COMMAND_TYPES.ResolveProposal, ...command, data: { proposal_id: reaction.proposal_id } }, loaded);
+      } else {
+        await this.store.execute({
+          type: PROPOSAL_COMMAND_TYPES.RecordChildOutcome,
+          ...command,
+          data: { proposal_id: reaction.proposal_id, child_proposal_id: reaction.child_proposal_id, outcome: reaction.outcome },
+        });
+      }
+      this.reactions.delete(key);
+      return 'done';
+    } catch (err) {
+      // A typed refusal means another replica, a human or the sweeper got there first.
+      if (err instanceof AcpError && err.code !== 'INTERNAL' && err.code !== 'CONFLICT') {
+        this.reactions.delete(key);
+        return 'done';
+      }
+      throw err;
     }
   }
 
   /** A parent submitted after some of its children were already decided. */
-  private async recordKnownChildOutcomes(parentId: string, children: readonly string[], recorded: Readonly<Record<string, unknown>>) {
+  private async recordKnownChildOutcomes(parentId: string, children: readonly string[]): Promise<void> {
     for (const childId of children) {
-      if (recorded[childId] !== undefined) continue;
-      const { state } = await this.store.load(childId);
-      const outcome = state.status === 'resolved' || state.status === 'expired' ? childOutcomeOf(state.resolution) : undefined;
-      if (outcome) await this.recordChildOutcome(parentId, childId, outcome);
+      if (this.open.has(childId)) continue;
+      const key = `child:${parentId}:${childId}`;
+      if (this.reactions.has(key)) continue;
+      try {
+        const { state } = await this.store.load(childId);
+        const outcome = finalChildOutcome(state);
+        if (!outcome || state.status === 'initial') continue;
+        const trigger = this.open.get(parentId)?.trigger;
+        if (!trigger) continue;
+        this.reactions.set(key, {
+          reaction: { kind: 'record-child-outcome', proposal_id: parentId, child_proposal_id: childId, outcome },
+          trigger,
+          slot: 1 + children.indexOf(childId),
+        });
+        this.timers.schedule(key, this.clock.now().getTime());
+      } catch (err) {
+        this.logger.warn(`reading child ${childId} of ${parentId} failed: ${(err as Error).message}`);
+      }
     }
-  }
-
-  /** The parent's own event then brings it back here, where it resolves once all are in. */
-  private async recordChildOutcome(parentId: string, childId: string, outcome: 'approved' | 'rejected' | 'expired') {
-    await this.store.execute({
-      type: PROPOSAL_COMMAND_TYPES.RecordChildOutcome,
-      ...this.metadata(),
-      data: { proposal_id: parentId, child_proposal_id: childId, outcome },
-    });
-  }
-
-  private metadata() {
-    return { command_id: this.ids.next(), now: this.clock.now().toISOString(), actor: ACTOR };
   }
 }

@@ -91,6 +91,21 @@ export class ServiceConfig {
   @IsString()
   escalationPoliciesJson?: string;
 
+  /**
+   * A reactor whose subscription cannot be resumed makes the process exit non-zero, so the
+   * orchestrator restarts it. `false` only where services run inside another process (tests).
+   */
+  @Expose({ name: 'CONCLAVE_EXIT_ON_FATAL' })
+  @IsIn(['true', 'false'])
+  exitOnFatal: 'true' | 'false' = 'true';
+
+  /** How long a reactor keeps trying to resume its subscription through a log outage before it gives up. */
+  @Expose({ name: 'CONCLAVE_RESUBSCRIBE_GIVE_UP_MS' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(1000)
+  resubscribeGiveUpMs = 300_000;
+
   @Expose({ name: 'CONCLAVE_AUTH_MODE' })
   @IsIn(['required', 'off'])
   authMode: 'required' | 'off' = 'required';

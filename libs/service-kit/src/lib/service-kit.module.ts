@@ -4,7 +4,8 @@ import { HealthController } from './health.controller';
 import { Readiness } from './readiness';
 import { ServiceConfig } from './service-config';
 import { eventLogProviders } from './event-log.provider';
-import { EVENT_LOG, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_NAME } from './tokens';
+import { EVENT_LOG, FATAL, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_NAME } from './tokens';
+import { fatalHandlerFor, Reactors } from './reactor';
 import { runtimeProviders } from './runtime';
 import type { EventLog } from '@conclave/event-log';
 
@@ -58,8 +59,12 @@ export class ServiceKitModule {
         ...runtimeProviders,
         ...eventLogProviders,
         NatsConnectionCloser,
+        { provide: FATAL, useValue: fatalHandlerFor(config) },
+        Reactors,
       ],
       exports: [
+        FATAL,
+        Reactors,
         SERVICE_NAME,
         SERVICE_CONFIG,
         NATS_CONNECTION,

@@ -7,3 +7,4 @@ export const CHECKPOINTS = Symbol('CHECKPOINTS');
 export const CLOCK = Symbol('CLOCK');
 export const IDS = Symbol('IDS');
 export const DECIDER_CONFIG = Symbol('DECIDER_CONFIG');
+export const FATAL = Symbol('FATAL');

@@ -1,0 +1,170 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  CategoryFilter,
+  EventLog,
+  LogEvent,
+  LogUnavailableError,
+  StartFrom,
+  StoredEvent,
+  Subscription,
+} from '@conclave/event-log';
+import { Readiness } from './readiness';
+import { ServiceConfig } from './service-config';
+import { EVENT_LOG, FATAL, SERVICE_CONFIG } from './tokens';
+
+/** What a service does when a part of it can no longer work: exit, so it is restarted. */
+export type FatalHandler = (part: string, err: unknown) => void;
+
+export function fatalHandlerFor(config: ServiceConfig): FatalHandler {
+  const logger = new Logger('Fatal');
+  return (part, err) => {
+    logger.fatal(`${part} cannot continue: ${(err as Error)?.message ?? String(err)}`);
+    if (config.exitOnFatal === 'true') {
+      process.exitCode = 70;
+      // Let the log line out first; the orchestrator restarts the process.
+      setTimeout(() => process.exit(70), 100).unref();
+    }
+  };
+}
+
+export interface ReactorDefinition<E extends LogEvent> {
+  /** For logs, readiness and metrics. */
+  readonly name: string;
+  readonly categories: CategoryFilter;
+  /** Folds one event, in log order, once. A throw is a bug or a corrupt record: fatal. */
+  apply(event: StoredEvent<E>): void | Promise<void>;
+  /** After every catch-up (at start and after a resumed subscription): act on what is due. */
+  caughtUp?(): void | Promise<void>;
+}
+
+const FIRST_RETRY_MS = 250;
+const MAX_RETRY_MS = 5_000;
+
+/**
+ * The one reactor runtime: follows the log from a position, hands each event to the reactor
+ * once and in order, and keeps following through log outages by resubscribing from the last
+ * event handled. It is ready only while it follows the log and has caught up; a subscription that
+ * cannot be resumed (a handler failure, or an outage longer than the configured limit) is fatal.
+ */
+export class Reactor<E extends LogEvent> {
+  private readonly logger: Logger;
+  private subscription: Subscription | undefined;
+  private position: StartFrom = 'start';
+  private following = false;
+  private stopping = false;
+  private failed = false;
+  /** Events handled since start: for tests and metrics. */
+  handled = 0;
+
+  constructor(
+    private readonly log: EventLog<E>,
+    private readonly definition: ReactorDefinition<E>,
+    private readonly fatal: FatalHandler,
+    private readonly giveUpMs: number,
+    readiness?: Readiness,
+  ) {
+    this.logger = new Logger(`Reactor:${definition.name}`);
+    readiness?.register(`reactor:${definition.name}`, () => this.following && !this.failed);
+  }
+
+  /** The position of the last event handled. */
+  get checkpoint(): StartFrom {
+    return this.position;
+  }
+
+  get isFollowing(): boolean {
+    return this.following;
+  }
+
+  /** Subscribes after `from` and resolves once caught up (or rejects if that first attempt fails). */
+  async start(from: StartFrom = 'start'): Promise<void> {
+    this.position = from;
+    this.stopping = false;
+    await this.follow();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.following = false;
+    const s = this.subscription;
+    this.subscription = undefined;
+    await s?.stop();
+  }
+
+  private async follow(): Promise<void> {
+    const sub = this.log.subscribe(this.definition.categories, this.position, async (e) => {
+      await this.definition.apply(e);
+      this.position = e.position;
+      this.handled++;
+    });
+    this.subscription = sub;
+    // Until caught up, a failure is the caller's (start, or the resume loop); after, it is ours.
+    let caughtUp = false;
+    sub.closed.then(
+      () => {
+        // A stop we did not ask for is an end of the subscription all the same.
+        if (caughtUp && !this.stopping && this.subscription === sub) {
+          this.resume(new LogUnavailableError('subscribe', undefined, { cause: new Error('the subscription ended') }));
+        }
+      },
+      (err: unknown) => {
+        if (caughtUp && this.subscription === sub) this.resume(err);
+      },
+    );
+    try {
+      await sub.caughtUp;
+    } catch (err) {
+      if (this.subscription === sub) this.subscription = undefined;
+      throw err;
+    }
+    caughtUp = true;
+    if (this.subscription !== sub || this.stopping) return;
+    await this.definition.caughtUp?.();
+    this.following = true;
+  }
+
+  private resume(err: unknown): void {
+    this.following = false;
+    this.subscription = undefined;
+    if (this.stopping) return;
+    if (!(err instanceof LogUnavailableError)) {
+      this.failed = true;
+      this.fatal(`reactor ${this.definition.name}`, err);
+      return;
+    }
+    this.logger.warn(`subscription lost (${err.message}); resuming after ${this.position}`);
+    const since = Date.now();
+    const attempt = async (delay: number): Promise<void> => {
+      await new Promise((r) => setTimeout(r, delay));
+      if (this.stopping) return;
+      try {
+        await this.follow();
+        this.logger.log(`subscription resumed after ${this.position}`);
+      } catch (e) {
+        if (this.stopping) return;
+        if (!(e instanceof LogUnavailableError) || Date.now() - since > this.giveUpMs) {
+          this.failed = true;
+          this.fatal(`reactor ${this.definition.name}`, e);
+          return;
+        }
+        await attempt(Math.min(MAX_RETRY_MS, delay * 2));
+      }
+    };
+    void attempt(FIRST_RETRY_MS);
+  }
+}
+
+/** Makes reactors with the service's log, readiness and fatal handler. */
+@Injectable()
+export class Reactors {
+  constructor(
+    @Inject(EVENT_LOG) private readonly log: EventLog,
+    @Inject(FATAL) private readonly fatal: FatalHandler,
+    @Inject(SERVICE_CONFIG) private readonly config: ServiceConfig,
+    private readonly readiness: Readiness,
+  ) {}
+
+  create<E extends LogEvent>(definition: ReactorDefinition<E>): Reactor<E> {
+    return new Reactor(this.log as unknown as EventLog<E>, definition, this.fatal, this.config.resubscribeGiveUpMs, this.readiness);
+  }
+}
