@@ -1,0 +1,187 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, createWriteStream, readFileSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { ulid } from 'ulid';
+import type { ServiceName } from './conclave-harness';
+
+const ROOT = resolve(__dirname, '../..');
+const NATS_SERVER = process.env['NATS_SERVER_BIN'] ?? '/usr/sbin/nats-server';
+
+/** A TCP port nobody listens on right now. */
+export async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const server = createServer();
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => ok(port));
+    });
+  });
+}
+
+function answers(port: number): Promise<boolean> {
+  return new Promise((ok) => {
+    const socket = createConnection({ host: '127.0.0.1', port }, () => (socket.destroy(), ok(true)));
+    socket.once('error', () => ok(false));
+  });
+}
+
+async function until(test: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await test())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((ok) => child.once('exit', () => ok()));
+}
+
+/**
+ * A nats-server of the test's own, with JetStream, on a free port and a temporary store
+ * directory: it can be stopped and restarted on the same port and data without touching the
+ * shared server. `dispose()` kills it and deletes the directory.
+ */
+export class PrivateNatsServer {
+  readonly dir = mkdtempSync(join(tmpdir(), 'conclave-nats-'));
+  port = 0;
+  private child: ChildProcess | undefined;
+
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    if (this.port === 0) this.port = await freePort();
+    const log = createWriteStream(join(this.dir, 'nats-server.log'), { flags: 'a' });
+    const child = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', join(this.dir, 'store')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout?.pipe(log);
+    child.stderr?.pipe(log);
+    this.child = child;
+    await until(async () => {
+      if (child.exitCode !== null) throw new Error(`nats-server exited with ${child.exitCode}: ${this.log().slice(-500)}`);
+      return answers(this.port);
+    }, 10_000, `nats-server on port ${this.port}`);
+  }
+
+  /** Stops the server (SIGTERM: it flushes its store, as an orchestrator's stop does). */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    child.kill(signal);
+    await exited(child);
+    this.child = undefined;
+  }
+
+  log(): string {
+    try {
+      return readFileSync(join(this.dir, 'nats-server.log'), 'utf8');
+    } catch {
+      return '';
+    }
+  }
+
+  async dispose(): Promise<void> {
+    await this.stop('SIGKILL').catch(() => undefined);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export interface ServiceProcess {
+  name: ServiceName;
+  child: ChildProcess;
+  port: number;
+  logFile: string;
+}
+
+/**
+ * The services as separate Node processes, each from its own `main.ts` (as `npm run up` runs
+ * them from the build), with the names a ConclaveHarness would give a run: prefix, event stream,
+ * stream suffix. Logs go to files under `logDir`.
+ */
+export class ServiceProcesses {
+  readonly run = ulid();
+  readonly prefix = `t${this.run.toLowerCase()}`;
+  readonly env: Record<string, string>;
+  readonly processes: ServiceProcess[] = [];
+
+  /** Logs of this run's processes; a directory of its own unless one is given (then kept). */
+  readonly logDir: string;
+  private readonly ownsLogDir: boolean;
+
+  constructor(natsUrl: string, logDir?: string, extraEnv: Record<string, string> = {}) {
+    this.ownsLogDir = logDir === undefined;
+    this.logDir = logDir ?? mkdtempSync(join(tmpdir(), 'conclave-services-'));
+    this.env = {
+      NATS_URL: natsUrl,
+      CONCLAVE_SUBJECT_PREFIX: this.prefix,
+      CONCLAVE_COUNCIL_PREFIX: `c${this.prefix}`,
+      CONCLAVE_EVENT_STREAM: `EVT_${this.run}`,
+      CONCLAVE_EVENT_SUBJECT_PREFIX: `evt${this.run.toLowerCase()}`,
+      CONCLAVE_STREAM_SUFFIX: this.run,
+      CONCLAVE_AUTH_MODE: 'off',
+      CONCLAVE_EXPIRY_GRACE_MS: '0',
+      HTTP_HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      ...extraEnv,
+    };
+  }
+
+  /** Starts the services in parallel and waits until each says it is ready. */
+  async start(...names: ServiceName[]): Promise<void> {
+    await Promise.all(names.map((n) => this.add(n)));
+  }
+
+  async add(name: ServiceName): Promise<ServiceProcess> {
+    const port = await freePort();
+    const logFile = join(this.logDir, `${name}-${this.processes.length}.log`);
+    const out = createWriteStream(logFile, { flags: 'a' });
+    const child = spawn(process.execPath, ['-r', '@swc-node/register', '-r', 'tsconfig-paths/register', `apps/${name}/src/main.ts`], {
+      cwd: ROOT,
+      env: { ...process.env, ...this.env, TS_NODE_PROJECT: 'tsconfig.base.json', HTTP_PORT: String(port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.pipe(out);
+    child.stderr?.pipe(out);
+    const p = { name, child, port, logFile };
+    this.processes.push(p);
+    await until(async () => {
+      if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}: ${this.logOf(p).slice(-1000)}`);
+      return this.ready(p);
+    }, 60_000, `${name} to be ready`);
+    return p;
+  }
+
+  async ready(p: ServiceProcess): Promise<boolean> {
+    try {
+      return (await fetch(`http://127.0.0.1:${p.port}/readyz`)).ok;
+    } catch {
+      return false;
+    }
+  }
+
+  logOf(p: ServiceProcess): string {
+    try {
+      return readFileSync(p.logFile, 'utf8');
+    } catch {
+      return '';
+    }
+  }
+
+  /** SIGTERM to each (graceful drain), SIGKILL to any still running after `graceMs`. */
+  async stop(graceMs = 10_000): Promise<void> {
+    await Promise.all(
+      this.processes.map(async (p) => {
+        p.child.kill('SIGTERM');
+        const timer = setTimeout(() => p.child.kill('SIGKILL'), graceMs);
+        await exited(p.child);
+        clearTimeout(timer);
+      }),
+    );
+    if (this.ownsLogDir) rmSync(this.logDir, { recursive: true, force: true });
+  }
+}
