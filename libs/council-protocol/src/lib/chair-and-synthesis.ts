@@ -1,19 +1,35 @@
 import { ConflictMap } from './conflict-map';
-import { ChairMode } from './contracts';
+import { CHAIR_MODES, ChairMode } from './contracts';
+import { QualitySignal } from './events';
 import { DecisionRecord, NO_DECISION, SYNTHESIS, dissentMentions } from './decision-record';
 import { CouncilError } from './errors';
 import { openFrameChallenges } from './frame-challenge';
-import { blindCandidate, blindCandidateRef, blindReview, resolveArtifactRef, scrubMemberIds } from './review-and-anonymity';
+import { orphanedIssueIds } from './convergence-and-termination';
+import { blindCandidate, blindCandidateRef, blindReview, blindReviewRef, resolveArtifactRef, scrubMemberIds } from './review-and-anonymity';
 import { latestConflictMap } from './run-queries';
 import { RunData } from './state';
 import { clone } from './validation';
 import { memberFailureNotes, missingPerspectives } from './failure-and-degraded-operation';
 
+/** A citation inside the chair's text: a blind ref or a candidate label. */
+const CITATION = /anon-[A-Z]+-v\d+|review-\d+(?:#issue-\d+)?|Candidate [A-Z]+/g;
+
+/** Every citation in the chair's own text must name an artifact of this run. */
+function checkTextCitations(run: RunData, text: string, field: string): void {
+  for (const [cited] of text.matchAll(CITATION)) {
+    const label = /^Candidate ([A-Z]+)$/.exec(cited);
+    const known = label ? run.lineage_order.some((id) => run.lineages[id].letter === label[1]) : resolveArtifactRef(run, cited) !== undefined;
+    if (!known) throw new CouncilError('UNREFERENCED_CLAIM', `${cited} is not an artifact of this run`, field);
+  }
+}
+
 /**
  * Spec section 14. The Chair selects, synthesises within bounds, or reframes from existing
- * evidence; it MUST NOT present an unreferenced new fact as Council knowledge. Every claim of
- * the DecisionRecord (selected_path, grounded_in, incorporated, the decision itself) must
- * resolve to an artifact of this run, or the record is refused with UNREFERENCED_CLAIM.
+ * evidence; it MUST NOT present an unreferenced new fact as Council knowledge. The reference
+ * fields (selected_path, grounded_in, incorporated, rejected) must resolve to artifacts of this
+ * run, and every artifact the chair's text cites (decision, actions, stop-loss conditions,
+ * reversal signals: `anon-B-v2`, `review-3#issue-1`, `Candidate B`) must exist in it; otherwise
+ * UNREFERENCED_CLAIM. Uncited prose cannot be checked mechanically; labelled speculation is exempt.
  */
 export function checkDecisionGrounding(run: RunData, input: DecisionRecord): DecisionRecord {
   const record = clone(input);
@@ -41,6 +57,8 @@ export function checkDecisionGrounding(run: RunData, input: DecisionRecord): Dec
     if (id === undefined) throw new CouncilError('UNKNOWN_REFERENCE', `${r.artifact} is not an artifact of this run`, `rejected[${i}].artifact`);
     return { ...r, artifact: id };
   });
+  checkTextCitations(run, record.decision, 'decision');
+  for (const key of ['actions', 'stop_loss_conditions', 'reversal_signals'] as const) record[key].forEach((t, i) => checkTextCitations(run, t, `${key}[${i}]`));
   if (record.selected_path !== NO_DECISION && record.grounded_in.length === 0) {
     throw new CouncilError('UNREFERENCED_CLAIM', 'a decision must be grounded in at least one artifact of the run', 'decision');
   }
@@ -83,18 +101,30 @@ function checkChairMode(run: RunData, record: DecisionRecord): void {
 
 /**
  * Dissent that must survive into the decision (17.2: resolved or explicitly retained): every
- * unresolved high-impact conflict of the latest conflict map and every open frame challenge.
+ * unresolved high-impact conflict of the latest conflict map, every open frame challenge, every
+ * accepted challenge whose revised contract made the artifacts incomparable with no round left
+ * to restart (the candidates answer the old question), and every issue left open because its
+ * author failed (17.3).
  */
 export function requiredDissent(run: RunData): string[] {
   const map = latestConflictMap(run);
   const conflicts = map ? map.conflicts.filter((c) => c.status === 'unresolved' && c.decision_impact === 'high').map((c) => c.conflict_id) : [];
-  return [...conflicts, ...openFrameChallenges(run).map((f) => f.frame_check.frame_check_id)];
+  const unrestarted = run.goal_contract_revisions.filter((g) => g.frame_check_id !== null && !g.comparable && !g.restarted).map((g) => g.frame_check_id as string);
+  const ids = [...conflicts, ...openFrameChallenges(run).map((f) => f.frame_check.frame_check_id), ...unrestarted, ...orphanedIssueIds(run)];
+  return [...new Set(ids)];
+}
+
+/** How the chair sees a required-dissent id: review issues by their blind ref, the rest as is. */
+function blindDissentRef(run: RunData, id: string): string {
+  const [reviewId, n] = id.split('#issue-');
+  return n !== undefined && run.reviews[reviewId] ? `${blindReviewRef(run, reviewId)}#issue-${n}` : id;
 }
 
 export function checkDissentRetained(run: RunData, record: DecisionRecord): void {
   for (const id of requiredDissent(run)) {
-    const kept = record.unresolved_dissent.some((d) => dissentMentions(d, id)) || record.rejected.some((r) => r.artifact === id);
-    if (!kept) throw new CouncilError('DISSENT_DROPPED', `${id} is unresolved and must appear in unresolved_dissent (or be rejected with a reason)`, 'unresolved_dissent');
+    const names = [id, blindDissentRef(run, id)];
+    const kept = names.some((n) => record.unresolved_dissent.some((d) => dissentMentions(d, n)) || record.rejected.some((r) => r.artifact === n));
+    if (!kept) throw new CouncilError('DISSENT_DROPPED', `${names[names.length - 1]} is unresolved and must appear in unresolved_dissent (or be rejected with a reason)`, 'unresolved_dissent');
   }
 }
 
@@ -120,18 +150,46 @@ function blindConflictMap(run: RunData, map: ConflictMap): ConflictMap {
 /** Chair inputs: everything it may ground on, on the blind surface, plus the controller's facts. */
 export function synthesisTaskInputs(run: RunData, basisCandidateIds: readonly string[], stopReason: string | undefined): Record<string, unknown> {
   const map = latestConflictMap(run);
-  const inputs = {
+  const memberContent = scrubMemberIds(
+    {
+      conflict_map: map ? blindConflictMap(run, map) : null,
+      frame_checks: run.frame_checks.map((f) => ({ ...f.frame_check, status: f.status })),
+      signals: run.rounds.length ? blindSignals(run, run.rounds[run.rounds.length - 1].signals) : [],
+      required_dissent: requiredDissent(run).map((id) => blindDissentRef(run, id)),
+      missing_perspectives: missingPerspectives(run),
+    },
+    run.panel.map((m) => m.member_id),
+  );
+  return {
     candidates: basisCandidateIds.map((id) => blindCandidate(run, id)),
     reviews: run.review_order.filter((id) => run.reviews[id].generation === run.generation).map((id) => blindReview(run, id)),
-    conflict_map: map ? blindConflictMap(run, map) : null,
-    frame_checks: run.frame_checks.map((f) => ({ ...f.frame_check, status: f.status })),
+    ...memberContent,
     stop_reason: stopReason ?? null,
-    signals: run.rounds.length ? run.rounds[run.rounds.length - 1].signals : [],
-    required_dissent: requiredDissent(run),
-    missing_perspectives: missingPerspectives(run),
-    chair_modes: ['select', 'bounded-synthesis', 'grounded-reframing'],
+    chair_modes: [...CHAIR_MODES],
     instructions:
       'Return a DecisionRecord. Reference only artifacts above (candidate_ref, review_ref, issue_ref, conflict_id, frame_check_id, evidence refs). Label new speculation. Keep required_dissent in unresolved_dissent.',
   };
-  return scrubMemberIds(inputs, run.panel.map((m) => m.member_id));
+}
+
+/** Quality signals as the chair sees them: candidates and issues by blind refs, no member ids. */
+function blindSignals(run: RunData, signals: readonly QualitySignal[]): QualitySignal[] {
+  const ref = (id: string) => (run.candidates[id] ? blindCandidateRef(run, id) : id);
+  return signals.map((s) => {
+    switch (s.signal) {
+      case 'regression':
+      case 'all-material-issues-resolved-or-retained':
+      case 'marginal-gain-plateau':
+      case 'candidates-stable':
+      case 'value-choice-required':
+        return s;
+      case 'oscillation':
+        return { ...s, lineage_id: ref(s.lineage_id), positions: s.positions.map(ref) };
+      case 'consensus-by-participant-failure':
+        return { ...s, member_ids: s.member_ids.map(() => '[member]'), issue_ids: s.issue_ids.map((id) => blindDissentRef(run, id)) };
+      default: {
+        const _exhaustive: never = s;
+        return _exhaustive;
+      }
+    }
+  });
 }

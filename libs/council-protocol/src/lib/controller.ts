@@ -1,4 +1,4 @@
-import { checkHardLimits, computeCheckpoint, deriveTerminalState, evaluateRound, bestCheckpoint, runDeadlineMs } from './convergence-and-termination';
+import { checkHardLimits, computeCheckpoint, decisionCheckpoint, deriveTerminalState, evaluateRound, runDeadlineMs } from './convergence-and-termination';
 import { CONFLICT_TYPES, COUNCIL_EVENT_SCHEMA_VERSION, COUNCIL_EVENT_TYPES as E, TASK_STAGE_ROLE, TaskStage, TerminalState, councilTaskSubject } from './contracts';
 import { CouncilError } from './errors';
 import { degradedVerdict } from './failure-and-degraded-operation';
@@ -149,7 +149,7 @@ function terminate(run: RunData, now: string, terminal_state: TerminalState, rea
   const data: RunTerminated['data'] = {
     terminal_state,
     reason,
-    best_checkpoint_id: bestCheckpoint(run)?.checkpoint_id ?? null,
+    best_checkpoint_id: decisionCheckpoint(run)?.checkpoint_id ?? null,
     decision_id: run.decision?.decision_record.decision_id ?? null,
   };
   if (note !== undefined) data.note = note;

@@ -153,6 +153,7 @@ export function evaluateRound(run: RunData): RoundEvaluation {
   const allRequests = selectTargetedIssues(run, current, run.round);
   const active = new Set(activeMembers(run).map((m) => m.member_id));
   const requests = allRequests.filter((r) => active.has(r.author_member_id));
+  const orphaned = allRequests.filter((r) => !active.has(r.author_member_id));
   const open_issue_ids = allRequests.flatMap((r) => r.issues.map((i) => i.issue_id));
   const best = bestCheckpoint(run);
   const signals: QualitySignal[] = [];
@@ -163,6 +164,13 @@ export function evaluateRound(run: RunData): RoundEvaluation {
   if (regression) signals.push(regression);
   const oscillations = detectOscillation(run);
   signals.push(...oscillations);
+  if (orphaned.length) {
+    signals.push({
+      signal: 'consensus-by-participant-failure',
+      member_ids: [...new Set(orphaned.map((r) => r.author_member_id))],
+      issue_ids: orphaned.flatMap((r) => r.issues.map((i) => i.issue_id)),
+    });
+  }
   if (allRequests.length === 0) signals.push({ signal: 'all-material-issues-resolved-or-retained' });
   const stable = candidatesStable(run);
   if (stable) signals.push({ signal: 'candidates-stable' });
@@ -176,11 +184,32 @@ export function evaluateRound(run: RunData): RoundEvaluation {
   if (values.length) return stop('value-choice-required');
   if (regression && best) return stop('regression-to-best-checkpoint', best.candidate_ids);
   if (oscillations.length) return stop('oscillation');
-  if (requests.length === 0) return stop('all-material-issues-resolved-or-retained');
+  // Issues left open only because their author failed are not resolved (17.3).
+  if (requests.length === 0) return stop(orphaned.length ? 'participant-failure' : 'all-material-issues-resolved-or-retained');
   if (stable) return stop('candidates-stable');
   if (plateau) return stop('marginal-gain-plateau');
-  if (run.round >= run.goal_contract.budget.max_rounds) return stop('max-rounds');
+  // Out of rounds with issues open: the chair works from the best checkpoint, which may precede
+  // the last round even when the drop stayed within the regression tolerance.
+  if (run.round >= run.goal_contract.budget.max_rounds) return stop('max-rounds', best ? best.candidate_ids : current);
   return { ...base, decision: 'revise', basis_candidate_ids: current };
+}
+
+/** Issues orphaned by a failed author in the current frame: they must survive as dissent. */
+export function orphanedIssueIds(run: RunData): string[] {
+  const ids = run.rounds.flatMap((r) => r.signals.flatMap((s) => (s.signal === 'consensus-by-participant-failure' ? s.issue_ids : [])));
+  return [...new Set(ids)].filter((id) => run.reviews[id.split('#issue-')[0]]?.generation === run.generation);
+}
+
+/**
+ * The checkpoint a recorded decision rests on: the one whose candidates the chair was given
+ * (the last round's basis); without a decision, the best checkpoint.
+ */
+export function decisionCheckpoint(run: RunData): Checkpoint | undefined {
+  const basis = run.rounds[run.rounds.length - 1]?.basis_candidate_ids;
+  if (!run.decision || !basis) return bestCheckpoint(run);
+  const key = [...basis].sort().join('\n');
+  const matching = run.checkpoints.filter((c) => c.generation === run.generation && [...c.candidate_ids].sort().join('\n') === key);
+  return matching[matching.length - 1] ?? bestCheckpoint(run);
 }
 
 /**

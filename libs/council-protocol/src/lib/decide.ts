@@ -19,6 +19,8 @@ import { ActiveRun, CouncilRunState, RunData, StartedRun, TaskRecord } from './s
 import { checkRevisionAnswersSelectedIssues } from './targeted-revision';
 import { fail, instantMs, isRecord, join, num, record, str, strings } from './validation';
 
+const BLIND_CANDIDATE_REF = /^anon-[A-Z]+-v\d+$/;
+
 /** Commands (imperative). `now` is stamped by the edge from an injected clock. */
 export type StartRun = {
   type: typeof C.StartRun;
@@ -216,7 +218,23 @@ export function decideSubmitTaskResult(command: SubmitTaskResult, state: Council
         if (!targets.has(target)) throw new CouncilError('UNKNOWN_REFERENCE', `${review.target_candidate_id} was not given to this reviewer`, join(path, 'target_candidate_id'));
         if (run.reviews[review.review_id] || seen.has(review.review_id)) throw new CouncilError('DUPLICATE_ARTIFACT', `review ${review.review_id} already exists`, join(path, 'review_id'));
         seen.add(review.review_id);
-        return { ...review, target_candidate_id: target };
+        const resolved: ReviewArtifact = { ...review, target_candidate_id: target };
+        if (review.ranking) {
+          resolved.ranking = review.ranking.map((ref, j) => {
+            const id = resolveArtifactRef(run, ref);
+            if (id === undefined || !targets.has(id)) throw new CouncilError('UNKNOWN_REFERENCE', `${ref} is not a candidate given to this reviewer`, join(path, `ranking[${j}]`));
+            return id;
+          });
+        }
+        if (review.blind_spot_candidate !== undefined) {
+          // A candidate ref is stored as the real id; free text naming a blind spot stays text.
+          const id = resolveArtifactRef(run, review.blind_spot_candidate);
+          if (id !== undefined && run.candidates[id]) resolved.blind_spot_candidate = id;
+          else if (BLIND_CANDIDATE_REF.test(review.blind_spot_candidate)) {
+            throw new CouncilError('UNKNOWN_REFERENCE', `${review.blind_spot_candidate} is not a candidate of this run`, join(path, 'blind_spot_candidate'));
+          }
+        }
+        return resolved;
       });
       return [ev(E.ReviewSubmitted, withUsage({ task_id: task.task_id, member_id: member, reviews }))];
     }
@@ -326,6 +344,13 @@ export function decideReviseGoalContract(command: ReviseGoalContract, state: Cou
     frameCheckId = command.frame_check_id;
   }
   const comparable = artifactsRemainComparable(previous, revised);
+  if (who === 'chair' && frameCheckId === null) {
+    throw new CouncilError('NOT_AUTHORIZED_ROLE', 'the chair revises the GoalContract only to accept an open frame challenge; the owner revises it otherwise', 'frame_check_id');
+  }
+  if (who === 'chair' && !comparable) {
+    // A restart spends the run's rounds: a model cannot buy itself more rounds (7.1).
+    throw new CouncilError('NOT_AUTHORIZED_ROLE', 'a revision that makes the artifacts incomparable is the decision owner\'s to accept', 'goal_contract');
+  }
   const roundLeft = run.round < revised.budget.max_rounds;
   const data = {
     goal_contract: revised,

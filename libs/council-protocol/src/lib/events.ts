@@ -69,7 +69,9 @@ export type QualitySignal =
   | { signal: 'candidates-stable' }
   | { signal: 'regression'; best_checkpoint_id: string; best_score: number; latest_score: number }
   | { signal: 'oscillation'; lineage_id: string; positions: string[]; discriminating_evidence: string[] }
-  | { signal: 'value-choice-required'; conflict_ids: string[] };
+  | { signal: 'value-choice-required'; conflict_ids: string[] }
+  /** 17.3: open issues whose author failed: nobody answered them, so they are not resolved. */
+  | { signal: 'consensus-by-participant-failure'; member_ids: string[]; issue_ids: string[] };
 
 export type RoundDecision = 'revise' | 'synthesize';
 
@@ -81,6 +83,7 @@ export type StopReason =
   | 'regression-to-best-checkpoint'
   | 'oscillation'
   | 'value-choice-required'
+  | 'participant-failure'
   | 'max-rounds';
 
 export type TerminationReason =

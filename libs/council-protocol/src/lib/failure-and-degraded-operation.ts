@@ -29,7 +29,10 @@ export type DegradedVerdict = { continue: true; degraded: boolean } | { continue
 
 export function degradedVerdict(run: RunData): DegradedVerdict {
   if (!quorumHolds(run)) return { continue: false, reason: 'below-quorum' };
-  if (run.failures.length > 0 && run.goal_contract.risk_level === 'high' && run.policy.stop_high_risk_on_missing_perspective) {
+  // A chair failing at synthesis is handled by its authorised fallback (or ends the run
+  // without synthesis); it removes no perspective from the panel's artifacts.
+  const perspectiveLost = run.failures.some((f) => f.stage !== 'synthesis');
+  if (perspectiveLost && run.goal_contract.risk_level === 'high' && run.policy.stop_high_risk_on_missing_perspective) {
     return { continue: false, reason: 'incomplete-panel-high-risk' };
   }
   return { continue: true, degraded: run.failures.length > 0 };

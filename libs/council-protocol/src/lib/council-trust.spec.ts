@@ -1,0 +1,202 @@
+import fc from 'fast-check';
+import { COUNCIL_COMMAND_TYPES as C, COUNCIL_EVENT_TYPES as E } from './contracts';
+import { CouncilTaskRequest } from './controller';
+import { decide } from './decide';
+import { CouncilEvent, RoundClosed } from './events';
+import { foldRun, StartedRun } from './state';
+import {
+  Behaviour, Driven, decisionFor, defaultBehaviour, drive, goalContract, highIssue, panel, reviewsFor, startCommand,
+} from '../testing/council-fixtures';
+
+/*
+ * Rules where a run used to end in a clean-looking record that was wrong: each test drives the
+ * pure controller with the in-memory loop and checks the record the run ends with.
+ */
+
+const terminal = (d: Driven) => (d.state.status === 'terminated' ? d.state.terminal : undefined);
+const run = (d: Driven) => d.state as StartedRun;
+const ofType = <T extends CouncilEvent['type']>(d: Driven, t: T) => d.events.filter((e): e is Extract<CouncilEvent, { type: T }> => e.type === t);
+const rounds = (d: Driven) => ofType(d, E.RoundClosed).map((e) => (e as RoundClosed).data);
+const letterOf = (st: StartedRun, author: string) => Object.values(st.lineages).find((l) => l.author_member_id === author)?.letter;
+
+const challenge = (id: string) => ({
+  frame_check_id: 'fc-1',
+  observer_member_id: id,
+  result: 'frame-challenge',
+  assumed_frame: 'billing is an engineering question',
+  excluded: { kind: 'stakeholder', description: 'finance auditors' },
+  evidence_refs: ['ev-incident-2026-07'],
+  reversal_signal: 'auditors accept the ledger',
+  re_entry_action: 'add auditor sign-off to success criteria',
+});
+
+describe('spec 13 an accepted frame challenge with no round left to restart', () => {
+  const start = () => startCommand({ panel: panel({ frameObserver: true }), goal: goalContract({ budget: { max_rounds: 1, max_time: '15m' } }) });
+  const atFrameDecision = () =>
+    drive(start(), defaultBehaviour({ frame: (_r, id) => challenge(id) }), { stopWhen: (x) => x.state.status === 'running' && x.state.stage === 'frame-decision' });
+  const accept = (d: Driven) => {
+    const revised = goalContract({ goal_contract_id: 'gc-002', success_criteria: ['no billing downtime', 'auditor sign-off'], budget: { max_rounds: 1, max_time: '15m' } });
+    const ev = decide({ type: C.ReviseGoalContract, goal_contract: revised, frame_check_id: 'fc-1', actor: 'human-owner', now: d.now }, d.state);
+    return { ...d, state: foldRun(ev, d.state), events: [...d.events, ...ev] };
+  };
+
+  it('given the revised contract is not comparable and no round is left, when the chair omits the challenge from dissent, then DISSENT_DROPPED', () => {
+    const d = drive(start(), defaultBehaviour({ decision: (req) => decisionFor(req, { unresolved_dissent: [] }) }), { from: accept(atFrameDecision()) });
+    expect(d.refusals.map((r) => r.error.code)).toContain('DISSENT_DROPPED');
+    expect(terminal(d)?.terminal_state).not.toBe('decided');
+  });
+
+  it('given the same run, when the chair retains the challenge, then decided-with-dissent naming fc-1', () => {
+    const d = drive(start(), defaultBehaviour(), { from: accept(atFrameDecision()) });
+    expect(run(d).goal_contract_revisions.at(-1)).toMatchObject({ comparable: false, restarted: false });
+    expect(terminal(d)?.terminal_state).toBe('decided-with-dissent');
+    expect(JSON.stringify(run(d).decision?.decision_record.unresolved_dissent)).toContain('fc-1');
+  });
+});
+
+describe('spec 17.3 consensus produced by participant failure', () => {
+  /** Reviewers object to the skeptic's candidate only (round 1); the skeptic fails its review task. */
+  const skepticFailsWithIssuesOnIt = (decision?: (req: CouncilTaskRequest) => Record<string, unknown>): Behaviour => (req, id, st) => {
+    if (id === 'member-skeptic-01' && req.stage === 'review') return { kind: 'fail' };
+    const letter = letterOf(st as StartedRun, 'member-skeptic-01');
+    return defaultBehaviour({ issues: (ref, round) => (round === 1 && ref === `anon-${letter}-v1` ? [highIssue()] : []), ...(decision ? { decision } : {}) })(req, id, st);
+  };
+
+  it('given the only open issues are on a failed author\'s candidate, when the round is evaluated, then the stop reason says participant failure, not resolved', () => {
+    const d = drive(startCommand(), skepticFailsWithIssuesOnIt());
+    const r1 = rounds(d)[0];
+    expect(r1.stop_reason).toBe('participant-failure');
+    expect(r1.signals).toContainEqual(expect.objectContaining({ signal: 'consensus-by-participant-failure', member_ids: ['member-skeptic-01'] }));
+    expect(r1.signals.map((s) => s.signal)).not.toContain('all-material-issues-resolved-or-retained');
+    expect(r1.open_issue_ids).toHaveLength(2);
+  });
+
+  it('given that run, when the chair drops the orphaned issues, then DISSENT_DROPPED; when it keeps them, then decided-with-dissent', () => {
+    const dropped = drive(startCommand(), skepticFailsWithIssuesOnIt((req) => decisionFor(req, { unresolved_dissent: [] })));
+    expect(dropped.refusals.map((r) => r.error.code)).toContain('DISSENT_DROPPED');
+    const kept = drive(startCommand(), skepticFailsWithIssuesOnIt());
+    expect(kept.refusals).toEqual([]);
+    expect(terminal(kept)?.terminal_state).toBe('decided-with-dissent');
+    const synthesis = kept.requests.find((r) => r.stage === 'synthesis') as CouncilTaskRequest;
+    // The chair sees the orphaned issues by blind refs only.
+    expect(synthesis.inputs['required_dissent']).toEqual([expect.stringMatching(/^review-\d+#issue-1$/), expect.stringMatching(/^review-\d+#issue-1$/)]);
+  });
+});
+
+describe('spec 7.1 the chair cannot re-scope the run on its own say-so', () => {
+  const atFrameDecision = () =>
+    drive(startCommand({ panel: panel({ frameObserver: true }) }), defaultBehaviour({ frame: (_r, id) => challenge(id) }), { stopWhen: (x) => x.state.status === 'running' && x.state.stage === 'frame-decision' });
+  const revise = (d: Driven, actor: string, overrides: Record<string, unknown>, frameCheckId?: string) => () =>
+    decide({ type: C.ReviseGoalContract, goal_contract: goalContract({ goal_contract_id: 'gc-002', ...overrides }), ...(frameCheckId ? { frame_check_id: frameCheckId } : {}), actor, now: d.now }, d.state);
+
+  it('given no frame challenge is accepted, when the chair changes the question, then NOT_AUTHORIZED_ROLE', () => {
+    const d = drive(startCommand(), defaultBehaviour(), { stopWhen: (x) => x.requests.some((r) => r.stage === 'review') });
+    expect(revise(d, 'member-chair-01', { question: 'Should we rewrite billing?' })).toThrow(expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'frame_check_id' }));
+  });
+
+  it('given an open challenge, when the chair accepts it with a contract that forces a restart, then NOT_AUTHORIZED_ROLE (only the owner spends rounds)', () => {
+    const d = atFrameDecision();
+    expect(revise(d, 'member-chair-01', { success_criteria: ['auditor sign-off'] }, 'fc-1')).toThrow(expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'goal_contract' }));
+  });
+
+  it('given an open challenge, when the chair accepts it with a comparable refinement, or the owner revises anything, then it is recorded', () => {
+    const d = atFrameDecision();
+    expect(revise(d, 'member-chair-01', { constraints: ['team of four', 'auditor review'] }, 'fc-1')()[0]).toMatchObject({ type: E.GoalContractRevised, data: { comparable: true, restart: false } });
+    expect(revise(d, 'human-owner', { question: 'Should we rewrite billing?' })()[0]).toMatchObject({ type: E.GoalContractRevised, data: { restart: true } });
+  });
+});
+
+describe('spec 17.3 the terminal record names the checkpoint the chair synthesised', () => {
+  it('given regression_tolerance 0.5 and a slightly worse last round at max_rounds, when the run ends, then the chair got the best checkpoint\'s candidates and the record names it', () => {
+    let n = 0;
+    const d = drive(
+      startCommand({ goal: goalContract({ budget: { max_rounds: 2, max_time: '15m' } }), policy: { regression_tolerance: 0.5 } }),
+      defaultBehaviour({ issues: () => [highIssue(`objection ${n++}`)], score: (_r, round) => (round === 1 ? 4 : 3.8) }),
+    );
+    expect(rounds(d)[1].stop_reason).toBe('max-rounds');
+    const synthesis = d.requests.find((r) => r.stage === 'synthesis') as CouncilTaskRequest;
+    expect((synthesis.inputs['candidates'] as { version: number }[]).map((c) => c.version)).toEqual([1, 1, 1]);
+    expect(terminal(d)?.best_checkpoint_id).toBe('run-1:checkpoint:1');
+  });
+
+  it('property: whatever the scores and tolerance, a recorded decision\'s terminal checkpoint holds exactly the candidates the chair was given', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 8 }), { minLength: 4, maxLength: 4 }), fc.constantFrom(0, 0.25, 0.5, 1), fc.integer({ min: 1, max: 4 }), (scores, tolerance, maxRounds) => {
+        let n = 0;
+        const d = drive(
+          startCommand({ goal: goalContract({ budget: { max_rounds: maxRounds, max_time: '15m' } }), policy: { regression_tolerance: tolerance } }),
+          defaultBehaviour({ issues: () => [highIssue(`objection ${n++}`)], score: (_r, round) => scores[round - 1] / 2 }),
+        );
+        const st = run(d);
+        const t = terminal(d);
+        if (!st.decision || !t) return;
+        const cp = st.checkpoints.find((c) => c.checkpoint_id === t.best_checkpoint_id);
+        const synthesis = st.tasks[st.decision.task_id];
+        const shown = (synthesis.inputs['candidates'] as { candidate_ref: string }[]).map((c) => c.candidate_ref);
+        const blind = (id: string) => `anon-${st.lineages[st.candidates[id].lineage_id].letter}-v${st.candidates[id].candidate.version}`;
+        expect(cp?.candidate_ids.map(blind).sort()).toEqual([...shown].sort());
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
+
+describe('spec 18 chair failure on a high-risk run', () => {
+  it('given a high-risk run whose chair fails, when an authorised fallback stands, then the fallback decides and the failure is labelled', () => {
+    const d = drive(startCommand({ goal: goalContract({ risk_level: 'high' }), panel: panel({ fallbackChair: true }) }), (req, id, st) =>
+      id === 'member-chair-01' && req.stage === 'synthesis' ? { kind: 'fail' } : defaultBehaviour()(req, id, st),
+    );
+    expect(run(d).decision?.chair_member_id).toBe('member-chair-02');
+    expect(terminal(d)?.terminal_state).toBe('decided');
+    expect(run(d).decision?.decision_record.member_failures).toEqual([expect.objectContaining({ member_id: 'member-chair-01', stage: 'synthesis' })]);
+  });
+
+  it('given a high-risk run whose proposer fails, then it still stops rather than synthesise from an incomplete panel', () => {
+    const d = drive(startCommand({ goal: goalContract({ risk_level: 'high' }), panel: panel({ fallbackChair: true }) }), (req, id, st) =>
+      id === 'member-skeptic-01' && req.stage === 'proposal' ? { kind: 'fail' } : defaultBehaviour()(req, id, st),
+    );
+    expect(terminal(d)).toMatchObject({ terminal_state: 'failed-below-quorum', reason: 'incomplete-panel-high-risk' });
+  });
+});
+
+describe('spec 14 the decision text cites only artifacts of the run', () => {
+  it.each([
+    ['decision', { decision: 'Adopt anon-Z-v1 as is' }],
+    ['decision', { decision: 'Candidate Q is the safest' }],
+    ['decision', { decision: 'As review-99#issue-1 showed, migrate' }],
+    ['actions[0]', { actions: ['apply the fix from anon-A-v7'] }],
+  ])('given a decision that cites something the run does not hold (%s), when recorded, then UNREFERENCED_CLAIM', (field, patch) => {
+    const d = drive(startCommand(), defaultBehaviour({ decision: (req) => decisionFor(req, patch) }));
+    expect(d.refusals[0]?.error).toMatchObject({ code: 'UNREFERENCED_CLAIM', field });
+  });
+
+  it('given a decision whose text cites blind refs of the run, when recorded, then it is accepted', () => {
+    const d = drive(startCommand(), defaultBehaviour({ decision: (req) => decisionFor(req, { decision: 'Adopt anon-A-v1 (Candidate A); review-1 agrees' }) }));
+    expect(d.refusals).toEqual([]);
+    expect(terminal(d)?.terminal_state).toBe('decided');
+  });
+});
+
+describe('spec 8.3 review ranking and blind_spot_candidate are stored as real ids', () => {
+  it('given a review ranking blind refs and naming a blind spot candidate, when accepted, then the stored review holds the real candidate ids', () => {
+    const d = drive(startCommand(), (req, id, st) => {
+      if (req.stage !== 'review') return defaultBehaviour()(req, id, st);
+      const refs = (req.inputs['candidates'] as { candidate_ref: string }[]).map((c) => c.candidate_ref);
+      return { kind: 'reply', artifact: reviewsFor(req, id).map((r) => ({ ...r, ranking: [...refs].reverse(), blind_spot_candidate: refs[0] })) };
+    });
+    expect(d.refusals).toEqual([]);
+    const st = run(d);
+    for (const id of st.review_order) {
+      const r = st.reviews[id].review;
+      expect(r.ranking?.every((x) => st.candidates[x] !== undefined)).toBe(true);
+      expect(st.candidates[r.blind_spot_candidate as string]).toBeDefined();
+    }
+  });
+
+  it('given a ranking that names a candidate the reviewer was not given, when submitted, then UNKNOWN_REFERENCE at the entry', () => {
+    const d = drive(startCommand(), (req, id, st) =>
+      req.stage === 'review' ? { kind: 'reply', artifact: reviewsFor(req, id).map((r) => ({ ...r, ranking: [r['target_candidate_id'], 'anon-Q-v1'] })) } : defaultBehaviour()(req, id, st),
+    );
+    expect(d.refusals[0]?.error).toMatchObject({ code: 'UNKNOWN_REFERENCE', field: 'reviews[0].ranking[1]' });
+  });
+});
