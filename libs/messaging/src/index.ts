@@ -1,6 +1,7 @@
 export * from './lib/subjects';
 export * from './lib/reply';
 export * from './lib/jetstream';
-export { PlainJsonNatsServer, PlainNatsContext } from './lib/plain-json-nats.server';
+export { DEFAULT_MAX_REPLY_BYTES, PlainJsonNatsServer, PlainNatsContext } from './lib/plain-json-nats.server';
 export type { PlainJsonNatsServerOptions } from './lib/plain-json-nats.server';
 export { PassThroughRpcExceptionFilter } from './lib/rpc-exception.filter';
+export { checkTextLengths, jsonBytes, REPLY_ENVELOPE_BYTES, takeWithinBytes, TEXT_LIMITS } from './lib/reply-budget';

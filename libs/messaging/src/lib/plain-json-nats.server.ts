@@ -9,7 +9,7 @@ import { errorReply } from './reply';
  * What a handler receives besides the parsed body: the subject, the headers and the exact
  * bytes (signatures are verified over those bytes, never over a re-serialisation).
  */
-export class PlainNatsContext extends BaseRpcContext<[string, Uint8Array, MsgHdrs | undefined]> {
+export class PlainNatsContext extends BaseRpcContext<[string, Uint8Array, MsgHdrs | undefined, number?]> {
   getSubject(): string {
     return this.args[0];
   }
@@ -19,7 +19,14 @@ export class PlainNatsContext extends BaseRpcContext<[string, Uint8Array, MsgHdr
   getHeaders(): MsgHdrs | undefined {
     return this.args[2];
   }
+  /** The largest reply this connection can carry (the server's max_payload): list handlers page by it. */
+  getMaxReplyBytes(): number {
+    return this.args[3] ?? DEFAULT_MAX_REPLY_BYTES;
+  }
 }
+
+/** The NATS server's default max_payload, used when the connection has not reported its own. */
+export const DEFAULT_MAX_REPLY_BYTES = 1024 * 1024;
 
 export interface PlainJsonNatsServerOptions {
   /** A connection owned by the application (shared with the event log and publishers). */
@@ -40,7 +47,9 @@ export interface PlainJsonNatsServerOptions {
  *
  * Handlers are `@MessagePattern('v1.propose')` methods that receive the parsed body and a
  * `PlainNatsContext`; they return the reply object. An `AcpError` thrown anywhere becomes
- * `{ok: false, error}`; anything else becomes INTERNAL and is logged with its cause.
+ * `{ok: false, error}`; anything else becomes INTERNAL and is logged with its cause. Every reply
+ * is size-checked against the connection's max_payload (a reply too big to send becomes
+ * PAYLOAD_TOO_LARGE) and no failure of a handler or of the reply escapes to the process.
  */
 export class PlainJsonNatsServer extends Server implements CustomTransportStrategy {
   private readonly subscriptions: Subscription[] = [];
@@ -92,10 +101,35 @@ export class PlainJsonNatsServer extends Server implements CustomTransportStrate
   }
 
   private async handle(pattern: string, msg: Msg): Promise<void> {
-    const reply = await this.replyFor(pattern, msg);
-    if (msg.reply) {
-      msg.respond(this.encoder.encode(JSON.stringify(reply)));
+    try {
+      const reply = await this.replyFor(pattern, msg);
+      if (msg.reply) this.respond(msg, reply);
+    } catch (err) {
+      // Never let one request take the process down: log, and answer INTERNAL if we still can.
+      this.logger.error(`request on ${msg.subject} failed outside its handler`, (err as Error)?.stack);
+      if (msg.reply) this.respond(msg, errorReply(new AcpError('INTERNAL', 'internal error; the command was not applied')));
     }
+  }
+
+  /** The reply, or PAYLOAD_TOO_LARGE when it would not fit the connection's max_payload. */
+  private respond(msg: Msg, reply: unknown): void {
+    try {
+      let bytes = this.encoder.encode(JSON.stringify(reply));
+      const limit = this.maxReplyBytes();
+      if (bytes.length > limit) {
+        bytes = this.encoder.encode(JSON.stringify(errorReply(new AcpError(
+          'PAYLOAD_TOO_LARGE',
+          `the reply would be ${bytes.length} bytes; this server carries at most ${limit}: ask for a smaller page (limit, cursor)`,
+        ))));
+      }
+      msg.respond(bytes);
+    } catch (err) {
+      this.logger.error(`could not reply on ${msg.subject}: ${(err as Error)?.message}`);
+    }
+  }
+
+  private maxReplyBytes(): number {
+    return this.options.connection.info?.max_payload ?? DEFAULT_MAX_REPLY_BYTES;
   }
 
   private async replyFor(pattern: string, msg: Msg): Promise<unknown> {
@@ -118,7 +152,7 @@ export class PlainJsonNatsServer extends Server implements CustomTransportStrate
       return errorReply(new AcpError('INTERNAL', `no handler for ${pattern}`));
     }
     try {
-      const context = new PlainNatsContext([msg.subject, msg.data, msg.headers]);
+      const context = new PlainNatsContext([msg.subject, msg.data, msg.headers, this.maxReplyBytes()]);
       const result = await handler(body, context);
       return isObservable(result) ? await lastValueFrom(result) : result;
     } catch (err) {

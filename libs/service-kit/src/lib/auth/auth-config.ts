@@ -34,6 +34,15 @@ export class AuthenticatedServiceConfig extends ServiceConfig {
   @IsOptional()
   @Matches(/^[A-Za-z0-9_.:@-]{1,60}=[A-Za-z0-9_-]{43}$/)
   bootstrapAdmin?: string;
+
+  /**
+   * With CONCLAVE_AUTH_MODE=required a service refuses to start on a NATS server that does not
+   * authenticate its clients: anyone could then publish events, rejection records or replies
+   * directly. `true` lets it start anyway, with a warning (the shared test server only).
+   */
+  @Expose({ name: 'CONCLAVE_INSECURE_OPEN_NATS' })
+  @IsIn(['true', 'false'])
+  insecureOpenNats: 'true' | 'false' = 'false';
 }
 
 export interface AuthSettings {
@@ -41,6 +50,7 @@ export interface AuthSettings {
   authSkewMs: number;
   responseFactors: 'registry' | 'declared';
   bootstrapAdmin?: { participant_id: string; public_key: string };
+  insecureOpenNats: boolean;
 }
 
 export function authSettingsOf(config: ServiceConfig): AuthSettings {
@@ -50,6 +60,7 @@ export function authSettingsOf(config: ServiceConfig): AuthSettings {
     authMode: config.authMode,
     authSkewMs: c.authSkewMs ?? 30_000,
     responseFactors: c.responseFactors ?? 'registry',
+    insecureOpenNats: c.insecureOpenNats === 'true',
     ...(id && key ? { bootstrapAdmin: { participant_id: id, public_key: key } } : {}),
   };
 }

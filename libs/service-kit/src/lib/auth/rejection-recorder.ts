@@ -62,23 +62,23 @@ export class RejectionRecorder {
   async record(command: string, request: CommandRequest | undefined, body: unknown, error: AcpError, identity?: Identity): Promise<void> {
     const claimed = request?.getHeaders()?.get(AUTH_HEADERS.participant) || undefined;
     const declared = declaredActorOf(body);
-    const proposalId = typeof (body as Record<string, unknown>)?.['proposal_id'] === 'string' ? ((body as Record<string, string>)['proposal_id']) : null;
+    const proposalId = boundedId((body as Record<string, unknown> | null)?.['proposal_id']);
     const id = this.ids.next();
     const event: CommandRejected = {
       event_id: id,
       type: COMMAND_REJECTED,
       schema_version: 1,
       occurred_at: this.clock.now().toISOString(),
-      actor: (identity?.participant_id ?? claimed ?? declared ?? 'anonymous').slice(0, 256),
+      actor: (identity?.participant_id ?? claimed ?? declared ?? 'anonymous').slice(0, MAX_ID),
       causation_id: id,
       correlation_id: proposalId ?? id,
       data: {
-        command,
-        subject: request?.getSubject() ?? command,
+        command: command.slice(0, MAX_ID),
+        subject: (request?.getSubject() ?? command).slice(0, MAX_SUBJECT),
         proposal_id: proposalId,
-        authenticated: identity?.via === 'signature',
+        authenticated: identity !== undefined && identity.via !== 'declared',
         body_hash: request ? sha256Hex(request.getRawBody()) : null,
-        error: error.toJSON(),
+        error: boundedError(error),
       },
     };
     const { stream, subject } = rejectionsStream(this.config);
@@ -93,6 +93,20 @@ export class RejectionRecorder {
       this.logger.error(`could not record the rejection of ${command}: ${(err as Error).message}`);
     }
   }
+}
+
+/** Bounds on what a refused request may put in the audit log (it is client input). */
+const MAX_ID = 128;
+const MAX_SUBJECT = 256;
+const MAX_MESSAGE = 1024;
+
+function boundedId(value: unknown): string | null {
+  return typeof value === 'string' && value.length > 0 && value.length <= MAX_ID ? value : null;
+}
+
+function boundedError(error: AcpError): CommandRejected['data']['error'] {
+  const { code, message, field } = error.toJSON();
+  return { code, message: message.slice(0, MAX_MESSAGE), ...(field !== undefined ? { field: field.slice(0, MAX_ID) } : {}) };
 }
 
 const DECLARING_FIELDS = ['author', 'participant_id', 'requested_by', 'resolved_by'];
