@@ -1,11 +1,10 @@
 import { Controller, UseFilters } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { AcpError } from '@conclave/acp-protocol';
-import { ACP_COMMANDS, okReply, PassThroughRpcExceptionFilter, PlainNatsContext } from '@conclave/messaging';
+import { ACP_COMMANDS, checkTextLengths, okReply, PassThroughRpcExceptionFilter, PlainNatsContext, TEXT_LIMITS } from '@conclave/messaging';
 import { CommandContext, Identity, RejectionRecorder } from '@conclave/service-kit';
 import { EscalateProposalHandler } from './escalate-proposal.handler';
-import { ProposalQueries } from './proposal-queries';
-import type { ProposalForReader } from './proposal-view';
+import { ProposalQueries, ReadDenials } from './proposal-queries';
 import { RecordResponseHandler } from './record-response.handler';
 import { SubmitProposalHandler } from './submit-proposal.handler';
 
@@ -45,7 +44,10 @@ export class IntakeController {
   onGet(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
     return this.run('get', body, request, undefined, async (who) => {
       const reply = await this.queries.get(body, who);
-      await this.recordWithheld('get', request, [reply.proposal], who);
+      if (reply.proposal.payload_withheld) {
+        const denial = new AcpError('FORBIDDEN', `payload withheld: ${who.participant_id}'s clearance does not cover ${reply.proposal.classification}`, 'classification');
+        await this.rejections.record('get', request, { proposal_id: reply.proposal.proposal_id }, denial, who);
+      }
       return reply;
     });
   }
@@ -53,8 +55,8 @@ export class IntakeController {
   @MessagePattern(ACP_COMMANDS.list)
   onList(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
     return this.run('list', body, request, undefined, async (who) => {
-      const reply = await this.queries.list(body, who);
-      await this.recordWithheld('list', request, reply.proposals, who);
+      const { reply, denials } = await this.queries.list(body, who, request.getMaxReplyBytes());
+      await this.recordListDenials(request, body, denials, who);
       return reply;
     });
   }
@@ -69,6 +71,7 @@ export class IntakeController {
     let identity: Identity | undefined;
     try {
       identity = await this.context.authenticate(request, declaringField ? declaredBy(body, declaringField) : undefined);
+      checkTextLengths(body, BOUNDED_FIELDS);
       return okReply(await handle(identity));
     } catch (err) {
       if (err instanceof AcpError) await this.rejections.record(command, request, body, err, identity);
@@ -76,13 +79,27 @@ export class IntakeController {
     }
   }
 
-  private async recordWithheld(command: string, request: PlainNatsContext, proposals: ProposalForReader[], reader: Identity): Promise<void> {
-    for (const p of proposals.filter((x) => x.payload_withheld)) {
-      const denial = new AcpError('FORBIDDEN', `payload withheld: ${reader.participant_id}'s clearance does not cover ${p.classification}`, 'classification');
-      await this.rejections.record(command, request, { proposal_id: p.proposal_id }, denial, reader);
-    }
+  /** One audit entry per `list` that left proposals out or withheld payloads, however many. */
+  private async recordListDenials(request: PlainNatsContext, body: unknown, denials: ReadDenials, reader: Identity): Promise<void> {
+    if (denials.omitted === 0 && denials.withheld.length === 0) return;
+    const parts: string[] = [];
+    if (denials.omitted > 0) parts.push(`${denials.omitted} proposal(s) left out: no grant on ${denials.omittedDomains.slice(0, 10).join(', ')}`);
+    if (denials.withheld.length > 0) parts.push(`${denials.withheld.length} payload(s) withheld by clearance: ${denials.withheld.slice(0, 10).join(', ')}`);
+    const only = denials.omitted === 0 && denials.withheld.length === 1 ? denials.withheld[0] : undefined;
+    const denial = new AcpError('FORBIDDEN', `${reader.participant_id}: ${parts.join('; ')}`, denials.omitted > 0 ? 'domain' : 'classification');
+    await this.rejections.record('list', request, { ...(typeof body === 'object' && body !== null ? body : {}), proposal_id: only }, denial, reader);
   }
 }
+
+/** Ids and free text a command may carry, bounded before anything is stored (reasons, ids). */
+const BOUNDED_FIELDS: Record<string, number> = {
+  proposal_id: TEXT_LIMITS.id,
+  author: TEXT_LIMITS.id,
+  participant_id: TEXT_LIMITS.id,
+  requested_by: TEXT_LIMITS.id,
+  reason: TEXT_LIMITS.text,
+  cursor: TEXT_LIMITS.id,
+};
 
 function declaredBy(body: unknown, field: string): string | undefined {
   const v = typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[field] : undefined;
