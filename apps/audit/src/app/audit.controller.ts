@@ -1,14 +1,15 @@
 import { Controller, Get, Header, Query, UseFilters } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { AcpError } from '@conclave/acp-protocol';
-import { okReply, PassThroughRpcExceptionFilter, PlainNatsContext } from '@conclave/messaging';
+import { okReply, PassThroughRpcExceptionFilter, PlainNatsContext, REPLY_ENVELOPE_BYTES, takeWithinBytes } from '@conclave/messaging';
 import { AUDIT_PATTERNS } from '@conclave/registry-protocol';
-import { CommandContext } from '@conclave/service-kit';
+import { CommandContext, Identity, RejectionRecorder } from '@conclave/service-kit';
 import { AuditLog, AuditQuery } from './audit-log';
 
 /**
  * `<prefix>.v1.audit.query` and `<prefix>.v1.audit.head` over NATS, for administrators (signed
- * like every command when auth is required).
+ * like every command when auth is required); a refused query is itself recorded on the chain. A
+ * page stops at `limit` and at what one reply can carry: follow `next_after_seq`.
  */
 @Controller()
 @UseFilters(PassThroughRpcExceptionFilter)
@@ -16,18 +17,34 @@ export class AuditNatsController {
   constructor(
     private readonly audit: AuditLog,
     private readonly context: CommandContext,
+    private readonly rejections: RejectionRecorder,
   ) {}
 
   @MessagePattern(AUDIT_PATTERNS.query)
-  async onQuery(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
-    this.context.requireRole(await this.context.authenticate(request), 'administrator');
-    return okReply(this.audit.query(parseQuery(body)));
+  onQuery(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
+    return this.asAdministrator('audit.query', body, request, () => {
+      const page = this.audit.query(parseQuery(body));
+      const fitted = takeWithinBytes(page.entries, request.getMaxReplyBytes(), REPLY_ENVELOPE_BYTES);
+      if (!fitted.truncated) return page;
+      return { ...page, entries: fitted.items, next_after_seq: fitted.items[fitted.items.length - 1].seq };
+    });
   }
 
   @MessagePattern(AUDIT_PATTERNS.head)
-  async onHead(@Payload() _body: unknown, @Ctx() request: PlainNatsContext) {
-    this.context.requireRole(await this.context.authenticate(request), 'administrator');
-    return okReply({ head: this.audit.head });
+  onHead(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
+    return this.asAdministrator('audit.head', body, request, () => ({ head: this.audit.head }));
+  }
+
+  private async asAdministrator<T extends object>(command: string, body: unknown, request: PlainNatsContext, read: () => T) {
+    let identity: Identity | undefined;
+    try {
+      identity = await this.context.authenticate(request);
+      this.context.requireRole(identity, 'administrator');
+      return okReply(read());
+    } catch (err) {
+      if (err instanceof AcpError) await this.rejections.record(command, request, body, err, identity);
+      throw err;
+    }
   }
 }
 

@@ -1,8 +1,12 @@
-import { Controller, Get, Header, OnModuleDestroy, Redirect, Req, Res } from '@nestjs/common';
+import { Controller, Get, Header, Headers, Ip, OnModuleDestroy, Redirect, Req, Res, UseFilters } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { DecisionEvent } from '@conclave/acp-protocol';
+import { Identity, ProposalReadPolicy } from '@conclave/service-kit';
 import { DecisionFeed } from './decision-feed';
+import { EscalationReaders, httpRequest } from './escalation-readers';
+import { HttpErrorFilter } from './http-error.filter';
 
 /** Where the console's static files are: beside the bundle (dist) or in the sources (tests, dev). */
 function consoleDir(): string {
@@ -12,18 +16,27 @@ function consoleDir(): string {
   return found;
 }
 
+/** The page loads only its own script and talks only to this origin; no other site may frame it. */
+const CSP = "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
 /**
- * The web console (issue 5 item 6): plain HTML and one small vanilla script, no build step.
- * It uses the HTTP API for the inbox and the resolution, and this Server-Sent Events stream for
- * the live decisions.
+ * The web console: plain HTML and one small vanilla script, no build step. It uses the HTTP API
+ * for the inbox and the resolution, and this stream for the live decisions: fetched with the same
+ * token as the API, only decisions of domains the reader has a grant on, the payload summary
+ * withheld where the reader's clearance does not cover the proposal.
  */
 @Controller()
+@UseFilters(HttpErrorFilter)
 export class ConsoleController implements OnModuleDestroy {
   private readonly html: string;
   private readonly script: string;
   private readonly open = new Set<Response>();
 
-  constructor(private readonly feed: DecisionFeed) {
+  constructor(
+    private readonly feed: DecisionFeed,
+    private readonly readers: EscalationReaders,
+    private readonly policy: ProposalReadPolicy,
+  ) {
     const dir = consoleDir();
     this.html = readFileSync(join(dir, 'index.html'), 'utf8');
     this.script = readFileSync(join(dir, 'console.js'), 'utf8');
@@ -39,6 +52,10 @@ export class ConsoleController implements OnModuleDestroy {
   @Get('console')
   @Header('Content-Type', 'text/html; charset=utf-8')
   @Header('Cache-Control', 'no-store')
+  @Header('Content-Security-Policy', CSP)
+  @Header('X-Frame-Options', 'DENY')
+  @Header('X-Content-Type-Options', 'nosniff')
+  @Header('Referrer-Policy', 'no-referrer')
   page(): string {
     return this.html;
   }
@@ -46,19 +63,28 @@ export class ConsoleController implements OnModuleDestroy {
   @Get('console/console.js')
   @Header('Content-Type', 'text/javascript; charset=utf-8')
   @Header('Cache-Control', 'no-store')
+  @Header('X-Content-Type-Options', 'nosniff')
   js(): string {
     return this.script;
   }
 
   /** Server-Sent Events: `event: decision` with the decision event as data, recent ones first. */
   @Get('console/decisions')
-  decisions(@Req() req: Request, @Res() res: Response): void {
+  async decisions(@Req() req: Request, @Res() res: Response, @Ip() ip: string, @Headers('authorization') authorization?: string): Promise<void> {
+    const who = await this.readers.identify({ authorization, source: `http:${ip}` }, { command: 'console.decisions', request: httpRequest('GET', '/console/decisions', undefined), body: undefined });
     res.status(200);
     res.setHeader('Content-Type', 'text/event-stream');
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('Connection', 'keep-alive');
     res.flushHeaders();
-    const send = (d: unknown) => res.write(`event: decision\ndata: ${JSON.stringify(d)}\n\n`);
+    // In order, one at a time: each decision needs the reader's view of its proposal.
+    let chain = Promise.resolve();
+    const send = (d: DecisionEvent) => {
+      chain = chain.then(async () => {
+        const shown = await this.forReader(d, who);
+        if (shown) res.write(`event: decision\ndata: ${JSON.stringify(shown)}\n\n`);
+      }).catch(() => undefined);
+    };
     const { recent, unsubscribe } = this.feed.subscribe(send);
     res.write(': connected\n\n');
     recent.forEach(send);
@@ -75,5 +101,11 @@ export class ConsoleController implements OnModuleDestroy {
   onModuleDestroy(): void {
     for (const res of this.open) res.end();
     this.open.clear();
+  }
+
+  private async forReader(d: DecisionEvent, who: Identity): Promise<DecisionEvent | (DecisionEvent & { payload_withheld: true }) | undefined> {
+    if (!this.policy.mayReadDomain(who, d.domain)) return undefined;
+    if (await this.policy.mayReadPayload(d.proposal_id, who)) return d;
+    return { ...d, payload_summary: '', payload_withheld: true };
   }
 }

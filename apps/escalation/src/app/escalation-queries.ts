@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { AcpError, isDomain, isUlid, Proposal, projectProposal } from '@conclave/acp-protocol';
-import { ProposalStore } from '@conclave/service-kit';
+import { AcpError, isDomain, isUlid } from '@conclave/acp-protocol';
+import { takeWithinBytes } from '@conclave/messaging';
+import { Identity, ProposalForReader, ProposalReadPolicy, ProposalStore } from '@conclave/service-kit';
 import { EscalationInbox, InboxEntry, InboxFilter } from './escalation-inbox';
 import { payloadHash } from './payload-hash';
 
@@ -9,23 +10,35 @@ const MAX_LIMIT = 500;
 
 export interface EscalationDetail {
   escalation: InboxEntry;
-  /** The proposal with every response, its weight and reason. */
-  proposal: Proposal;
+  /** The proposal with every response, its weight and reason (payload withheld without clearance). */
+  proposal: ProposalForReader;
   /** Totals of the recorded responses (what the escalation was decided on). */
   votes: { for: number; against: number; responses: number };
   /** What a resolution must carry to bind itself to this escalation. */
   binding: { escalation_id: string; payload_hash: string };
 }
 
-/** Reading the inbox: the list, and one escalation with its proposal (HTTP, NATS, console, CLI). */
+export interface EscalationPage {
+  escalations: InboxEntry[];
+  /** Pass as `cursor` for the next page; null at the end. */
+  next_cursor: string | null;
+}
+
+/**
+ * Reading the inbox: the list, and one escalation with its proposal (HTTP, NATS, console, CLI),
+ * for an identified reader only: escalations of domains it has no grant on are left out of a
+ * list and FORBIDDEN to read, and a payload it does not clear is withheld, exactly as intake's
+ * `get` and `list` do (ProposalReadPolicy). A page stops at `limit` and at `maxReplyBytes`.
+ */
 @Injectable()
 export class EscalationQueries {
   constructor(
     private readonly inbox: EscalationInbox,
     private readonly store: ProposalStore,
+    private readonly policy: ProposalReadPolicy,
   ) {}
 
-  list(query: Record<string, unknown>): { escalations: InboxEntry[] } {
+  list(query: Record<string, unknown>, reader: Identity, maxReplyBytes = Number.MAX_SAFE_INTEGER): { page: EscalationPage; omitted: string[] } {
     const filter: InboxFilter = {};
     const status = query['status'];
     if (status !== undefined) {
@@ -47,16 +60,33 @@ export class EscalationQueries {
       limit = Number(query['limit']);
       if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new AcpError('SCHEMA_VIOLATION', `limit must be an integer from 1 to ${MAX_LIMIT}`, 'limit');
     }
-    return { escalations: this.inbox.list(filter).slice(0, limit) };
+    let offset = 0;
+    if (query['cursor'] !== undefined) {
+      offset = Number(query['cursor']);
+      if (!Number.isSafeInteger(offset) || offset < 0) throw new AcpError('SCHEMA_VIOLATION', 'cursor must be a next_cursor of an earlier page', 'cursor');
+    }
+    const all = this.inbox.list(filter);
+    const omitted: string[] = [];
+    const visible: InboxEntry[] = [];
+    let i = offset;
+    for (; i < all.length && visible.length < limit; i++) {
+      if (this.policy.mayReadDomain(reader, all[i].domain)) visible.push(all[i]);
+      else if (!omitted.includes(all[i].domain)) omitted.push(all[i].domain);
+    }
+    const fitted = takeWithinBytes(visible, maxReplyBytes);
+    // Resume after the last entry shown (a cut by size) or examined.
+    const end = fitted.truncated ? all.indexOf(fitted.items[fitted.items.length - 1]) + 1 : i;
+    return { page: { escalations: fitted.items, next_cursor: end < all.length ? String(end) : null }, omitted };
   }
 
-  async get(proposalId: unknown): Promise<EscalationDetail> {
+  async get(proposalId: unknown, reader: Identity): Promise<EscalationDetail> {
     if (!isUlid(proposalId)) throw new AcpError('INVALID_ID', 'proposal_id must be a ULID', 'proposal_id');
     const escalation = this.inbox.get(proposalId);
     const { state } = await this.store.load(proposalId);
     if (state.status === 'initial') throw new AcpError('PROPOSAL_NOT_FOUND', `proposal ${proposalId} does not exist`, 'proposal_id');
+    this.policy.requireDomain(reader, state.proposal.domain);
     if (!escalation) throw new AcpError('NOT_ESCALATED', `proposal ${proposalId} has not been escalated`, 'proposal_id');
-    const proposal = projectProposal(state);
+    const proposal = await this.policy.render(state, reader);
     return {
       escalation,
       proposal,

@@ -1,9 +1,10 @@
 import { Expose, Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
 import { AcpError, EscalationRoute, parseEscalationRoutes } from '@conclave/acp-protocol';
-import { ConfigError, ServiceConfig } from '@conclave/service-kit';
+import { isParticipantId } from '@conclave/registry-protocol';
+import { AuthenticatedServiceConfig, ConfigError } from '@conclave/service-kit';
 
-export class EscalationConfig extends ServiceConfig {
+export class EscalationConfig extends AuthenticatedServiceConfig {
   /** Largest request body on `acp.v1.resolve` and the HTTP API. */
   @Expose({ name: 'CONCLAVE_MAX_PAYLOAD_BYTES' })
   @Type(() => Number)
@@ -22,8 +23,10 @@ export class EscalationConfig extends ServiceConfig {
   escalationRoutesJson?: string;
 
   /**
-   * Human resolvers until the participant registry (issue 6): JSON `{"<token>": "<human id>"}`.
-   * With CONCLAVE_AUTH_MODE=required every human resolution must present one.
+   * Bearer tokens for people on HTTP and the console: JSON `{"<token>": "<participant id>"}`.
+   * A token only says which registered participant is asking: that participant must be active
+   * in the registry, and is authorized (human-resolver role, grants, clearance) and audited like
+   * a signed request. Tokens of at least 32 characters; prefer signed requests (NATS, CLI).
    */
   @Expose({ name: 'CONCLAVE_HUMAN_TOKENS' })
   @IsOptional()
@@ -45,18 +48,22 @@ export class EscalationConfig extends ServiceConfig {
   feedHistoryMs = 15 * 60_000;
 
   override httpPort = 8084;
+
+  /** The API and console serve people: loopback unless a deployment chooses otherwise. */
+  override httpHost = '127.0.0.1';
 }
 
 /** What the escalation service reads from its configuration beyond plain values, validated at start. */
 export interface EscalationSettings {
   routes: EscalationRoute[];
-  /** token → human id */
+  /** token → participant id */
   humanTokens: Map<string, string>;
 }
 
 export const ESCALATION_SETTINGS = Symbol('ESCALATION_SETTINGS');
 
-const MIN_TOKEN_LENGTH = 8;
+/** A human-chosen 8-character token falls to guessing; 32 random characters do not. */
+export const MIN_TOKEN_LENGTH = 32;
 
 export function escalationSettingsFrom(config: EscalationConfig): EscalationSettings {
   const problems: string[] = [];
@@ -74,8 +81,9 @@ export function escalationSettingsFrom(config: EscalationConfig): EscalationSett
     let parsed: unknown;
     try {
       parsed = JSON.parse(config.humanTokensJson);
-    } catch (err) {
-      problems.push(`CONCLAVE_HUMAN_TOKENS: not JSON (${(err as Error).message})`);
+    } catch {
+      // The parser's message quotes the text around the error: part of a secret.
+      problems.push('CONCLAVE_HUMAN_TOKENS: not valid JSON (contents not shown: they are secrets)');
     }
     if (parsed !== undefined) {
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
@@ -83,7 +91,7 @@ export function escalationSettingsFrom(config: EscalationConfig): EscalationSett
       } else {
         for (const [token, human] of Object.entries(parsed)) {
           if (token.length < MIN_TOKEN_LENGTH) problems.push(`CONCLAVE_HUMAN_TOKENS: a token must have at least ${MIN_TOKEN_LENGTH} characters`);
-          else if (typeof human !== 'string' || human.length === 0 || human.length > 256) problems.push('CONCLAVE_HUMAN_TOKENS: each value must be a human id');
+          else if (typeof human !== 'string' || !isParticipantId(human)) problems.push('CONCLAVE_HUMAN_TOKENS: each value must be a participant id');
           else humanTokens.set(token, human);
         }
       }

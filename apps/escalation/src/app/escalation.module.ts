@@ -9,6 +9,7 @@ import { EscalationHttpController } from './escalation-http.controller';
 import { EscalationInbox } from './escalation-inbox';
 import { EscalationNotifier } from './escalation-notifier';
 import { EscalationQueries } from './escalation-queries';
+import { EscalationReaders } from './escalation-readers';
 import { HumanResolverTokens } from './human-resolver-tokens';
 import { ResolveEscalationHandler } from './resolve-escalation.handler';
 
@@ -30,6 +31,7 @@ export class EscalationModule {
         HumanResolverTokens,
         ResolveEscalationHandler,
         EscalationQueries,
+        EscalationReaders,
       ],
     };
   }

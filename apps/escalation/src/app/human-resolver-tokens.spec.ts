@@ -1,42 +1,47 @@
-import { AcpError, AcpErrorCode } from '@conclave/acp-protocol';
-import type { CommandContext } from '@conclave/service-kit';
-import type { EscalationConfig } from './escalation.config';
-import { HumanResolverTokens } from './human-resolver-tokens';
+import { AcpError } from '@conclave/acp-protocol';
+import { initialParticipantState, ParticipantState } from '@conclave/registry-protocol';
+import type { CommandContext, Identity, ParticipantDirectory } from '@conclave/service-kit';
+import { HumanResolverTokens, TOKEN_FAILURES_PER_WINDOW } from './human-resolver-tokens';
 
-const context = { newId: () => '01ARZ3NDEKTSV4RRFFQ69G5FAV', now: () => '2025-01-15T10:00:00.000Z', metadata: (a: string) => ({ command_id: 'x', now: 'y', actor: a }) } as unknown as CommandContext;
-const tokens = (authMode: 'required' | 'off') =>
-  new HumanResolverTokens({ routes: [], humanTokens: new Map([['token-of-alice', 'human:alice']]) }, { authMode } as EscalationConfig, context);
+const TOKEN = 'token-of-alice-0123456789abcdefghij';
+const active = { status: 'active', participant: { participant_id: 'human:alice' } } as unknown as ParticipantState;
 
-function code(fn: () => unknown): AcpErrorCode | undefined {
-  try {
-    fn();
-  } catch (e) {
-    return (e as AcpError).code;
-  }
-  return undefined;
+function tokens(authRequired: boolean, registry: Record<string, ParticipantState> = { 'human:alice': active }) {
+  const context = {
+    authRequired,
+    authenticate: async (_r: unknown, declared?: string): Promise<Identity> => ({ participant_id: declared ?? 'anonymous', via: 'declared', state: initialParticipantState }),
+  } as unknown as CommandContext;
+  const directory = { load: async (id: string) => registry[id] ?? initialParticipantState } as unknown as ParticipantDirectory;
+  return new HumanResolverTokens({ routes: [], humanTokens: new Map([[TOKEN, 'human:alice']]) }, context, directory);
 }
 
-describe('human resolver tokens (issue 5 item 8, until the participant registry)', () => {
-  it('given auth required, when the token is valid, then its human; resolved_by may repeat it, never differ', () => {
-    const t = tokens('required');
-    expect(t.authenticate('Bearer token-of-alice', undefined)).toBe('human:alice');
-    expect(t.authenticate('bearer token-of-alice', 'human:alice')).toBe('human:alice');
-    expect(code(() => t.authenticate('Bearer token-of-alice', 'human:bob'))).toBe('FORBIDDEN');
-    expect(t.metadata('human:alice')).toEqual({ command_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV', now: '2025-01-15T10:00:00.000Z', actor: 'human:alice' });
+const code = (p: Promise<unknown>) => p.then(() => undefined, (e: AcpError) => e.code);
+
+describe('human tokens name registered participants', () => {
+  it('given auth required, a valid token of an active participant: that participant, via token', async () => {
+    await expect(tokens(true).identify({ authorization: `Bearer ${TOKEN}`, source: 'http:1' })).resolves.toMatchObject({ participant_id: 'human:alice', via: 'token', state: active });
   });
 
-  it('given auth required, when the token is missing, malformed or unknown, then UNAUTHENTICATED', () => {
-    const t = tokens('required');
-    expect(code(() => t.authenticate(undefined, 'human:alice'))).toBe('UNAUTHENTICATED');
-    expect(code(() => t.authenticate('Basic token-of-alice', 'human:alice'))).toBe('UNAUTHENTICATED');
-    expect(code(() => t.authenticate('Bearer token-of-mallory', undefined))).toBe('UNAUTHENTICATED');
+  it('given auth required, a missing, malformed or unknown token, or one of an unregistered or deactivated participant: UNAUTHENTICATED', async () => {
+    const t = tokens(true);
+    expect(await code(t.identify({ source: 'http:1' }))).toBe('UNAUTHENTICATED');
+    expect(await code(t.identify({ authorization: `Basic ${TOKEN}`, source: 'http:1' }))).toBe('UNAUTHENTICATED');
+    expect(await code(t.identify({ authorization: 'Bearer token-of-mallory-0123456789abcdefgh', source: 'http:1' }))).toBe('UNAUTHENTICATED');
+    expect(await code(tokens(true, {}).identify({ authorization: `Bearer ${TOKEN}`, source: 'http:1' }))).toBe('UNAUTHENTICATED');
+    const gone = { status: 'deactivated', participant: { participant_id: 'human:alice' } } as unknown as ParticipantState;
+    expect(await code(tokens(true, { 'human:alice': gone }).identify({ authorization: `Bearer ${TOKEN}`, source: 'http:1' }))).toBe('UNAUTHENTICATED');
   });
 
-  it('given auth off, then the declared human is taken, and a presented token is still checked', () => {
-    const t = tokens('off');
-    expect(t.authenticate(undefined, 'human:bob')).toBe('human:bob');
-    expect(code(() => t.authenticate(undefined, undefined))).toBe('SCHEMA_VIOLATION');
-    expect(code(() => t.authenticate('Bearer wrong-token', undefined))).toBe('UNAUTHENTICATED');
-    expect(t.metadata('human:bob').actor).toBe('human:bob');
+  it('given repeated wrong tokens from one source, then even the right token is refused from it, not from another', async () => {
+    const t = tokens(true);
+    for (let i = 0; i < TOKEN_FAILURES_PER_WINDOW; i++) await code(t.identify({ authorization: `Bearer wrong-${i}`, source: 'http:9' }));
+    await expect(t.identify({ authorization: `Bearer ${TOKEN}`, source: 'http:9' })).rejects.toThrow(/too many failed token attempts/);
+    await expect(t.identify({ authorization: `Bearer ${TOKEN}`, source: 'http:1' })).resolves.toMatchObject({ participant_id: 'human:alice' });
+  });
+
+  it('given auth off, then the declared identity is taken, and a presented token is still checked', async () => {
+    const t = tokens(false);
+    await expect(t.identify({ declared: 'human:bob', source: 'nats' })).resolves.toMatchObject({ participant_id: 'human:bob', via: 'declared' });
+    expect(await code(t.identify({ authorization: 'Bearer wrong-token', source: 'nats' }))).toBe('UNAUTHENTICATED');
   });
 });

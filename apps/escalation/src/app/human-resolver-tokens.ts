@@ -1,64 +1,98 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { AcpError, CommandMetadata } from '@conclave/acp-protocol';
-import { CommandContext, SERVICE_CONFIG } from '@conclave/service-kit';
-import { ESCALATION_SETTINGS, EscalationConfig, EscalationSettings } from './escalation.config';
+import { AcpError } from '@conclave/acp-protocol';
+import { AUTH_HEADERS } from '@conclave/registry-protocol';
+import { CommandContext, CommandRequest, Identity, ParticipantDirectory } from '@conclave/service-kit';
+import { ESCALATION_SETTINGS, EscalationSettings } from './escalation.config';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
+/** Failed token attempts accepted per source and window before every attempt is refused. */
+export const TOKEN_FAILURES_PER_WINDOW = 10;
+export const TOKEN_FAILURE_WINDOW_MS = 60_000;
+
+/** Where a request comes from and what it carries, whatever the channel (NATS, HTTP, console). */
+export interface HumanCredentials {
+  /** The request: on NATS a signed one (Ed25519 headers or a JWT) authenticates through the registry. */
+  request?: CommandRequest;
+  /** An `Authorization` value: `Bearer <token>` (or a JWT on NATS). */
+  authorization?: string;
+  /** The identity the body declares (`resolved_by`), taken as is only with auth off. */
+  declared?: string;
+  /** Who is knocking, for the failed-token limit: the HTTP client address, or `nats`. */
+  source: string;
+}
+
 /**
- * Who a human resolution comes from (issue 5 item 8), until the participant registry of the
- * security issue replaces it: a configured token per human resolver, presented as
- * `Authorization: Bearer <token>` on HTTP and as the same NATS header on `acp.v1.resolve`.
- * With CONCLAVE_AUTH_MODE=required a valid token is mandatory and the resolution is recorded
- * under its human; with `off`, the declared `resolved_by` is taken (a presented token is still
- * checked when tokens are configured). This class is the seam: `authenticate` becomes a registry
- * lookup, `metadata` the CommandContext's own once it verifies identities.
+ * Who a person is, on every channel of the escalation service. A signed NATS request is
+ * authenticated by CommandContext like any command. A bearer token (CONCLAVE_HUMAN_TOKENS) only
+ * names a participant: with auth required that participant must be registered and active (a
+ * deactivated participant's token stops working at once), and the identity goes through the same
+ * authorization (role, grants, clearance) and auditing as a signed request. Failed token
+ * attempts are limited per source. With auth off the declared identity is taken.
  */
 @Injectable()
 export class HumanResolverTokens {
-  private readonly tokens: Array<{ digest: Buffer; human: string }>;
+  private readonly tokens: Array<{ digest: Buffer; participant: string }>;
+  private readonly failures = new Map<string, number[]>();
 
   constructor(
     @Inject(ESCALATION_SETTINGS) settings: EscalationSettings,
-    @Inject(SERVICE_CONFIG) private readonly config: EscalationConfig,
     private readonly context: CommandContext,
+    private readonly directory: ParticipantDirectory,
   ) {
-    this.tokens = [...settings.humanTokens].map(([token, human]) => ({ digest: digest(token), human }));
+    this.tokens = [...settings.humanTokens].map(([token, participant]) => ({ digest: digest(token), participant }));
   }
 
   get required(): boolean {
-    return this.config.authMode === 'required';
+    return this.context.authRequired;
   }
 
-  /** The human id from an `Authorization` value (`Bearer <token>`), or the declared one where allowed. */
-  authenticate(authorization: string | undefined, declared: string | undefined): string {
-    const token = bearer(authorization);
-    const checkToken = this.required || (token !== undefined && this.tokens.length > 0);
-    if (!checkToken) {
-      if (!declared) throw new AcpError('SCHEMA_VIOLATION', 'resolved_by is required', 'resolved_by');
-      return declared;
+  async identify(credentials: HumanCredentials): Promise<Identity> {
+    const token = bearer(credentials.authorization);
+    // Only a NATS request carries a subject and headers a signature can cover.
+    const request = credentials.source === 'nats' ? credentials.request : undefined;
+    if (request && (request.getHeaders()?.get(AUTH_HEADERS.signature) || (token !== undefined && looksLikeJwt(token)))) {
+      return this.context.authenticate(request, credentials.declared);
     }
-    if (token === undefined) {
-      throw new AcpError('UNAUTHENTICATED', 'a human resolver token is required (Authorization: Bearer <token>)');
-    }
+    if (token !== undefined && (this.required || this.tokens.length > 0)) return this.byToken(token, credentials.source);
+    if (!this.required) return this.context.authenticate(undefined, credentials.declared);
+    throw new AcpError('UNAUTHENTICATED', 'credentials required: a signed request, or Authorization: Bearer <token> of a registered participant');
+  }
+
+  private async byToken(token: string, source: string): Promise<Identity> {
+    this.checkRate(source);
     const presented = digest(token);
     // Compare with every configured token, in constant time for each.
-    let human: string | undefined;
-    for (const t of this.tokens) if (timingSafeEqual(t.digest, presented)) human = t.human;
-    if (human === undefined) throw new AcpError('UNAUTHENTICATED', 'the token is not a human resolver token of this deployment');
-    if (declared !== undefined && declared !== human) {
-      throw new AcpError('FORBIDDEN', `this token belongs to ${human}, who cannot resolve as ${declared}`, 'resolved_by');
+    let participant: string | undefined;
+    for (const t of this.tokens) if (timingSafeEqual(t.digest, presented)) participant = t.participant;
+    if (participant === undefined) {
+      this.fail(source);
+      throw new AcpError('UNAUTHENTICATED', 'the token is not a token of this deployment');
     }
-    return human;
+    const state = await this.directory.load(participant);
+    if (this.required && state.status === 'unregistered') throw new AcpError('UNAUTHENTICATED', `the token names ${participant}, who is not a registered participant`);
+    if (this.required && state.status === 'deactivated') throw new AcpError('UNAUTHENTICATED', `participant ${participant} is deactivated`);
+    return { participant_id: participant, via: this.required ? 'token' : 'declared', state };
   }
 
-  /** Command metadata for an authenticated human. */
-  metadata(human: string): CommandMetadata {
-    // With auth off, CommandContext takes the declared identity as is. With auth required, the
-    // token above is what authenticated the human; CommandContext has no verifier for humans yet.
-    if (!this.required) return this.context.metadata(human);
-    return { command_id: this.context.newId(), now: this.context.now(), actor: human };
+  private recent(source: string): number[] {
+    const since = Date.now() - TOKEN_FAILURE_WINDOW_MS;
+    const list = (this.failures.get(source) ?? []).filter((t) => t > since);
+    if (list.length === 0) this.failures.delete(source);
+    else this.failures.set(source, list);
+    return list;
+  }
+
+  private checkRate(source: string): void {
+    if (this.recent(source).length >= TOKEN_FAILURES_PER_WINDOW) {
+      throw new AcpError('UNAUTHENTICATED', 'too many failed token attempts from this source; retry later');
+    }
+  }
+
+  private fail(source: string): void {
+    if (this.failures.size > 10_000) this.failures.clear();
+    this.failures.set(source, [...this.recent(source), Date.now()]);
   }
 }
 
@@ -66,4 +100,8 @@ function bearer(authorization: string | undefined): string | undefined {
   if (!authorization) return undefined;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   return m ? m[1] : undefined;
+}
+
+function looksLikeJwt(token: string): boolean {
+  return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(token);
 }

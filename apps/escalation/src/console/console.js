@@ -16,15 +16,25 @@
     return node;
   }
 
-  for (const id of ['who', 'token']) {
-    $(id).value = localStorage.getItem('conclave.' + id) || '';
-    $(id).addEventListener('change', () => localStorage.setItem('conclave.' + id, $(id).value.trim()));
+  // The token lives in this tab's session only (never localStorage, which outlives the tab and
+  // every script of the origin can read); the id is not a secret.
+  $('who').value = localStorage.getItem('conclave.who') || '';
+  $('who').addEventListener('change', () => localStorage.setItem('conclave.who', $('who').value.trim()));
+  localStorage.removeItem('conclave.token');
+  $('token').value = sessionStorage.getItem('conclave.token') || '';
+  $('token').addEventListener('change', () => {
+    sessionStorage.setItem('conclave.token', $('token').value.trim());
+    refreshInbox();
+    connectFeed();
+  });
+
+  function authHeaders() {
+    const token = $('token').value.trim();
+    return token ? { Authorization: 'Bearer ' + token } : {};
   }
 
   async function api(path, options) {
-    const headers = { 'Content-Type': 'application/json' };
-    const token = $('token').value.trim();
-    if (token) headers.Authorization = 'Bearer ' + token;
+    const headers = Object.assign({ 'Content-Type': 'application/json' }, authHeaders());
     const res = await fetch(path, Object.assign({ headers }, options || {}));
     const body = await res.json();
     if (!body.ok) throw Object.assign(new Error(body.error.message), { code: body.error.code });
@@ -120,21 +130,46 @@
     }
   }
 
-  function connectFeed() {
-    const source = new EventSource('/console/decisions');
-    source.onopen = () => ($('feed-state').textContent = 'live');
-    source.onerror = () => ($('feed-state').textContent = 'reconnecting…');
-    source.addEventListener('decision', (msg) => {
-      const d = JSON.parse(msg.data);
-      if (document.querySelector('#feed li[data-event-id="' + d.event_id + '"]')) return;
-      const item = el('li', { 'data-event-id': d.event_id, 'data-proposal-id': d.proposal_id, 'data-outcome': d.outcome },
-        el('strong', { class: d.outcome }, d.outcome.toUpperCase()), ' (' + d.trigger + (d.resolved_by ? ' by ' + d.resolved_by : '') + ') ',
-        el('span', { class: 'muted' }, d.domain + ' ' + d.proposal_id));
-      $('feed').prepend(item);
-      while ($('feed').children.length > 100) $('feed').lastChild.remove();
-      refreshInbox();
-      if (state.selected === d.proposal_id) select(d.proposal_id);
-    });
+  function showDecision(d) {
+    if (document.querySelector('#feed li[data-event-id="' + d.event_id + '"]')) return;
+    const item = el('li', { 'data-event-id': d.event_id, 'data-proposal-id': d.proposal_id, 'data-outcome': d.outcome },
+      el('strong', { class: d.outcome }, d.outcome.toUpperCase()), ' (' + d.trigger + (d.resolved_by ? ' by ' + d.resolved_by : '') + ') ',
+      el('span', { class: 'muted' }, d.domain + ' ' + d.proposal_id));
+    $('feed').prepend(item);
+    while ($('feed').children.length > 100) $('feed').lastChild.remove();
+    refreshInbox();
+    if (state.selected === d.proposal_id) select(d.proposal_id);
+  }
+
+  // Server-Sent Events read with fetch, because EventSource cannot send the Authorization header.
+  let feed = null;
+  async function connectFeed() {
+    if (feed) feed.abort();
+    const mine = (feed = new AbortController());
+    try {
+      const res = await fetch('/console/decisions', { headers: authHeaders(), signal: mine.signal });
+      if (!res.ok || !res.body) throw new Error('feed refused (' + res.status + ')');
+      $('feed-state').textContent = 'live';
+      const reader = res.body.getReader();
+      const decoder = new TextDecoder();
+      let buffer = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, { stream: true });
+        let end;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const frame = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = frame.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+          if (/^event: decision$/m.test(frame) && data) showDecision(JSON.parse(data));
+        }
+      }
+    } catch (err) {
+      if (mine.signal.aborted) return;
+      $('feed-state').textContent = 'reconnecting… (' + err.message + ')';
+    }
+    if (!mine.signal.aborted) setTimeout(() => feed === mine && connectFeed(), 3000);
   }
 
   refreshInbox();
