@@ -1,5 +1,6 @@
 import {
   ANY,
+  AccessDeniedError,
   BACKWARDS,
   END,
   EventStoreDBClient,
@@ -12,6 +13,7 @@ import {
   excludeSystemEvents,
   jsonEvent,
   streamNameFilter,
+  type AllStreamRecordedEvent,
   type AllStreamResolvedEvent,
   type AllStreamSubscription,
   type AppendExpectedRevision,
@@ -108,14 +110,20 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
       jsonEvent({ id: eventIdToUuid(e.event_id), type: e.type, data: e as unknown as Record<string, unknown> }),
     );
     try {
+      // A server since 21.10 answers a retry like a first write (revisions and a position), so only
+      // the stream's revision before the append tells them apart.
+      const before = (await this.lastEvent(stream))?.revision ?? -1n;
       const r = await this.client.appendToStream(stream, data, { expectedRevision });
-      const version = r.nextExpectedRevision.toString();
-      // An idempotent write (a retry) is acknowledged without a position: nothing was written.
-      if (!r.position) {
-        const last = await this.lastEvent(stream);
-        return { version, position: last?.position ?? '', duplicate: true };
-      }
-      return { version, position: positionToken(r.position), duplicate: false };
+      const last = r.nextExpectedRevision;
+      const first = last - BigInt(events.length) + 1n;
+      // A write lands after what was there; a retry answers with the original's revisions, which
+      // were there already (older servers also omit the position).
+      const duplicate = !r.position || first <= before;
+      // The server's position is the write's, not its last event's when it holds several.
+      const returned = r.position ? positionToken(r.position) : '';
+      const position =
+        !duplicate && events.length === 1 ? returned : ((await this.positionOf(stream, last)) ?? returned);
+      return { version: last.toString(), position, duplicate };
     } catch (e) {
       if (e instanceof WrongExpectedVersionError) {
         const actual = typeof e.actualVersion === 'bigint' ? e.actualVersion.toString() : 'no_stream';
@@ -124,6 +132,7 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
       if (e instanceof MaxAppendSizeExceededError) {
         throw new EventTooLargeError(stream, size, e.maxAppendSize, largestEventId(events, sizes), { cause: e });
       }
+      if (isEventLogError(e)) throw e;
       throw new LogUnavailableError('append', stream, { cause: e });
     }
   }
@@ -150,7 +159,7 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
     parseStreamName(stream);
     try {
       const last = await this.lastEvent(stream);
-      return last ? last.version : 'no_stream';
+      return last ? last.revision.toString() : 'no_stream';
     } catch (e) {
       throw new LogUnavailableError('version', stream, { cause: e });
     }
@@ -159,11 +168,11 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
   async head(): Promise<StartFrom> {
     try {
       for await (const resolved of this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 })) {
-        if (resolved.event) return positionToken(resolved.event.position);
+        if (resolved.event?.position) return positionToken(resolved.event.position);
       }
       return 'start';
     } catch (e) {
-      throw new LogUnavailableError('head', undefined, { cause: e });
+      throw allStreamError('head', e);
     }
   }
 
@@ -173,14 +182,34 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
     const caughtUp = deferred();
     const closed = deferred();
     let stopped = false;
+    let failure: unknown;
     let subscription: AllStreamSubscription | undefined;
-    // Caught up once the server says so (23.10+) or once a delivered event or a checkpoint of the
-    // filtered scan reaches the head of $all as it was when we started.
-    let target: string | undefined;
-    const reached = (p: string): void => {
-      if (target !== undefined && p >= target) caughtUp.resolve();
+
+    // Caught up once every event that existed at start has been handled: when the handler finished
+    // the last matching event found at start (the target), or when everything received before the
+    // server's caught-up signal (23.10+) or before a filter checkpoint past the target was handled.
+    // Both signals come ahead of the events still buffered in the client, hence the counts.
+    let target: string | 'none' | undefined;
+    let handledThrough: string | undefined;
+    let received = 0;
+    let processed = 0;
+    let signalled: number | undefined;
+    let checkpoint: { position: string; received: number } | undefined;
+    const settle = (): void => {
+      if (caughtUp.settled) return;
+      if (
+        target === 'none' ||
+        (target !== undefined && handledThrough !== undefined && handledThrough >= target) ||
+        (signalled !== undefined && processed >= signalled) ||
+        (target !== undefined && checkpoint !== undefined && checkpoint.position > target && processed >= checkpoint.received)
+      ) {
+        caughtUp.resolve();
+      }
     };
-    const checkpointReached = (_s: AllStreamSubscription, p: EsdbPosition): void => reached(positionToken(p));
+    const checkpointReached = (_s: AllStreamSubscription, p: EsdbPosition): void => {
+      checkpoint = { position: positionToken(p), received };
+      settle();
+    };
     // A prefix filter on the server (`council-` also matches `council-run-...`), the exact
     // category checked here.
     const filter =
@@ -191,48 +220,54 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
             checkpointInterval: this.checkpointInterval,
             checkpointReached,
           });
+    const fail = (e: unknown): void => {
+      if (failure === undefined) failure = e;
+      stopped = true;
+      void subscription?.unsubscribe().catch(() => undefined);
+    };
 
     const run = async (): Promise<void> => {
+      const sub = this.client.subscribeToAll({ fromPosition, filter });
+      subscription = sub;
+      // Counts what the client has queued for us, so a signal knows which events came before it.
+      const push = sub.push.bind(sub);
+      sub.push = (chunk: unknown, encoding?: BufferEncoding): boolean => {
+        if (chunk !== null) received++;
+        return push(chunk, encoding);
+      };
+      sub.on('caughtUp', () => {
+        signalled ??= received;
+        settle();
+      });
+      this.catchUpTarget(categories, matches, from, () => caughtUp.settled || stopped).then((t) => {
+        target = t;
+        settle();
+      }, fail);
       try {
-        const head = await this.head();
-        target = head;
-        if (head === 'start' || (from !== 'start' && from >= head)) caughtUp.resolve();
-        if (stopped) return;
-        subscription = this.client.subscribeToAll({ fromPosition, filter });
-        subscription.on('caughtUp', () => caughtUp.resolve());
-      } catch (e) {
-        if (isEventLogError(e)) throw e;
-        throw new LogUnavailableError('subscribe', undefined, { cause: e });
-      }
-      try {
-        for await (const resolved of subscription as AsyncIterable<AllStreamResolvedEvent>) {
+        for await (const resolved of sub as AsyncIterable<AllStreamResolvedEvent>) {
           if (stopped) break;
           const r = resolved.event;
-          if (!r || r.streamId.startsWith('$')) continue;
-          let category: string;
-          try {
-            category = parseStreamName(r.streamId).category;
-          } catch (e) {
-            if (e instanceof InvalidStreamNameError) continue; // not one of ours
-            throw e;
-          }
-          const token = positionToken(r.position);
-          if (matches(category)) {
-            const stored = this.toStored(r.streamId, category, r.data, r.revision, r.position, token);
+          const stored = r ? this.deliverable(r, matches) : undefined;
+          if (stored) {
             try {
               await handler(stored);
             } catch (error) {
               throw new HandlerFailure(error);
             }
           }
-          reached(token);
+          if (r?.position) handledThrough = positionToken(r.position);
+          processed++;
+          settle();
         }
       } catch (e) {
         if (e instanceof HandlerFailure) throw e.error;
+        if (failure !== undefined) throw failure;
         if (stopped) return;
-        if (isEventLogError(e)) throw e;
-        throw new LogUnavailableError('subscribe', undefined, { cause: e });
+        throw allStreamError('subscribe', e);
       }
+      if (failure !== undefined) throw failure;
+      // Only stop() ends a subscription: an end the server chose must not look like a clean stop.
+      if (!stopped) throw new LogUnavailableError('subscribe', undefined, { cause: new Error('the server ended the subscription') });
     };
 
     const handle: Subscription = {
@@ -264,12 +299,61 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
     if (this.options.ownsClient) await this.client.dispose();
   }
 
-  private async lastEvent(stream: string): Promise<{ version: string; position: string } | undefined> {
+  /** The stored event for a delivered record of one of the wanted categories, else undefined. */
+  private deliverable(r: AllStreamRecordedEvent, matches: (category: string) => boolean): StoredEvent<E> | undefined {
+    const category = this.categoryOf(r.streamId, r.type, matches);
+    if (category === undefined) return undefined;
+    return this.toStored(r.streamId, category, r.data, r.revision, r.position, r.position ? positionToken(r.position) : r.streamId);
+  }
+
+  private categoryOf(streamId: string, type: string, matches: (category: string) => boolean): string | undefined {
+    if (streamId.startsWith('$') || type.startsWith('$')) return undefined;
+    let category: string;
+    try {
+      category = parseStreamName(streamId).category;
+    } catch (e) {
+      if (e instanceof InvalidStreamNameError) return undefined; // not one of ours
+      throw e;
+    }
+    return matches(category) ? category : undefined;
+  }
+
+  /**
+   * Position of the last matching event now ('none' when there is none after `from`), read
+   * backwards from the end of $all. It stops at the first match, or earlier once `enough()` (the
+   * server said it caught up), so it costs the records written after the category's last event.
+   */
+  private async catchUpTarget(
+    categories: CategoryFilter,
+    matches: (category: string) => boolean,
+    from: StartFrom,
+    enough: () => boolean,
+  ): Promise<string | 'none'> {
+    if (categories !== '*' && categories.length === 0) return 'none';
+    const read = this.client.readAll({ direction: BACKWARDS, fromPosition: END });
+    try {
+      for await (const resolved of read) {
+        if (enough()) return 'none';
+        const r = resolved.event;
+        if (!r?.position) continue;
+        const token = positionToken(r.position);
+        if (from !== 'start' && token <= from) return 'none';
+        if (this.categoryOf(r.streamId, r.type, matches) !== undefined) return token;
+      }
+      return 'none';
+    } catch (e) {
+      throw allStreamError('subscribe', e);
+    } finally {
+      await read.cancel().catch(() => undefined);
+    }
+  }
+
+  private async lastEvent(stream: string): Promise<{ revision: bigint; position: string } | undefined> {
     try {
       for await (const resolved of this.client.readStream(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1 })) {
         if (resolved.event) {
           return {
-            version: resolved.event.revision.toString(),
+            revision: resolved.event.revision,
             position: resolved.event.position ? positionToken(resolved.event.position) : '',
           };
         }
@@ -279,6 +363,14 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
       if (e instanceof StreamNotFoundError) return undefined;
       throw e;
     }
+  }
+
+  /** The position of the event at `revision` of `stream` (undefined if it is gone). */
+  private async positionOf(stream: string, revision: bigint): Promise<string | undefined> {
+    for await (const resolved of this.client.readStream(stream, { direction: FORWARDS, fromRevision: revision, maxCount: 1 })) {
+      if (resolved.event?.position) return positionToken(resolved.event.position);
+    }
+    return undefined;
   }
 
   private toStored(
@@ -304,6 +396,23 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
     };
   }
 }
+
+/**
+ * Reading or subscribing to $all needs read access to it, which only $admins have by default: a
+ * setup fault, reported as such instead of as an outage to retry.
+ */
+function allStreamError(operation: string, e: unknown): unknown {
+  if (isEventLogError(e)) return e;
+  if (e instanceof AccessDeniedError || (e as { code?: unknown })?.code === GRPC_PERMISSION_DENIED) {
+    return new EventLogConfigError(
+      'credentials',
+      `the EventStoreDB user needs read access to $all (${operation} was denied; by default only $admins have it)`,
+    );
+  }
+  return new LogUnavailableError(operation, undefined, { cause: e });
+}
+
+const GRPC_PERMISSION_DENIED = 7;
 
 class HandlerFailure {
   constructor(readonly error: unknown) {}
