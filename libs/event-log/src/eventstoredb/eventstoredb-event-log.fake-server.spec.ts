@@ -104,7 +104,7 @@ function passes(filter: Filter | undefined, r: FakeRecord): boolean {
 interface ServerBehaviour {
   /** 23.10+ sends a caught-up message when a subscription turns live. */
   readonly caughtUpSignal: boolean;
-  /** Servers before 21.10 acknowledge an idempotent write without a position. */
+  /** Older servers acknowledge an idempotent write without a position. */
   readonly positionOnDuplicate: boolean;
   /** Access to $all: only admins by default. */
   readonly allDenied?: boolean;

@@ -110,7 +110,7 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
       jsonEvent({ id: eventIdToUuid(e.event_id), type: e.type, data: e as unknown as Record<string, unknown> }),
     );
     try {
-      // A server since 21.10 answers a retry like a first write (revisions and a position), so only
+      // Newer servers answer a retry like a first write (revisions and a position), so only
       // the stream's revision before the append tells them apart.
       const before = (await this.lastEvent(stream))?.revision ?? -1n;
       const r = await this.client.appendToStream(stream, data, { expectedRevision });
