@@ -4,6 +4,7 @@ import { CouncilError } from './errors';
 import { degradedVerdict } from './failure-and-degraded-operation';
 import { frameCheckDue, openFrameChallenges } from './frame-challenge';
 import {
+  BudgetRemaining,
   CheckpointRecorded,
   CouncilEvent,
   CouncilEventEnvelope,
@@ -36,6 +37,17 @@ export interface CouncilTaskRequest {
   deadline: string;
   goal_contract: GoalContract;
   inputs: Record<string, unknown>;
+  /** What is left of the run's budget at issue time (rounds include this one). */
+  budget_remaining?: BudgetRemaining;
+}
+
+/** The run's budget left at `now`: every spend reported so far, refused answers and failures included. */
+export function budgetRemaining(run: RunData, now: string): BudgetRemaining {
+  const b = run.goal_contract.budget;
+  const left: BudgetRemaining = { rounds: Math.max(b.max_rounds - run.round + 1, 0), time_ms: Math.max(runDeadlineMs(run) - instantMs(now, 'now'), 0) };
+  if (b.max_cost !== undefined) left.cost = Math.max(b.max_cost - run.usage.cost, 0);
+  if (b.max_tokens !== undefined) left.tokens = Math.max(b.max_tokens - run.usage.tokens, 0);
+  return left;
 }
 
 /**
@@ -119,7 +131,16 @@ export function pendingTaskRequests(state: CouncilRunState, subjectPrefix?: stri
     .filter((t) => t.status === 'issued')
     .map((t) => ({
       subject: councilTaskSubject(t.member_id, subjectPrefix),
-      request: { run_id: state.run_id, task_id: t.task_id, stage: t.stage, role: t.role, deadline: t.deadline, goal_contract: state.goal_contract, inputs: t.inputs },
+      request: {
+        run_id: state.run_id,
+        task_id: t.task_id,
+        stage: t.stage,
+        role: t.role,
+        deadline: t.deadline,
+        goal_contract: state.goal_contract,
+        inputs: t.inputs,
+        ...(t.budget_remaining ? { budget_remaining: t.budget_remaining } : {}),
+      },
     }));
 }
 
@@ -166,8 +187,9 @@ function issue(run: RunData, now: string, stage: TaskStage, memberId: string, in
   const task_id = councilTaskId(run.run_id, run.round, stage, memberId);
   const deadline = isoFromMs(Math.min(instantMs(now, 'now') + stageTimeoutMs(run.policy, stage), runDeadlineMs(run)));
   const role = TASK_STAGE_ROLE[stage];
-  const request: CouncilTaskRequest = { run_id: run.run_id, task_id, stage, role, deadline, goal_contract: run.goal_contract, inputs };
-  const event = envelope(run, E.TaskIssued, `${task_id}:issued`, now, { task_id, member_id: memberId, round: run.round, generation: run.generation, stage, role, deadline, inputs }, options);
+  const budget_remaining = budgetRemaining(run, now);
+  const request: CouncilTaskRequest = { run_id: run.run_id, task_id, stage, role, deadline, goal_contract: run.goal_contract, inputs, budget_remaining };
+  const event = envelope(run, E.TaskIssued, `${task_id}:issued`, now, { task_id, member_id: memberId, round: run.round, generation: run.generation, stage, role, deadline, inputs, budget_remaining }, options);
   return { kind: 'IssueTask', subject: councilTaskSubject(memberId, options.subjectPrefix), request, event };
 }
 
@@ -194,10 +216,13 @@ function nextStep(run: ActiveRun, now: string, options: ControllerOptions): Cont
   // Per-stage timeout: an unanswered task past its deadline is a member failure (18).
   const expired = run.task_order.map((id) => run.tasks[id]).filter((t) => t.status === 'issued' && instantMs(t.deadline, 'deadline') <= nowMs);
   if (expired.length) {
-    return expired.map((t) => ({
-      kind: 'RecordTimeout' as const,
-      event: envelope(run, E.MemberFailed, `${t.task_id}:timed-out`, now, { member_id: t.member_id, task_id: t.task_id, round: t.round, stage: t.stage, reason: 'timeout' as const }, options),
-    }));
+    return expired.map((t) => {
+      const data: MemberFailed['data'] = { member_id: t.member_id, task_id: t.task_id, round: t.round, stage: t.stage, reason: 'timeout' };
+      const refused = run.refusals.filter((r) => r.task_id === t.task_id);
+      // A member that answered wrongly and never corrected it did not simply go silent.
+      if (refused.length) data.detail = `${refused.length} refused answer(s), never corrected; last: ${refused[refused.length - 1].error.code}: ${refused[refused.length - 1].error.message}`;
+      return { kind: 'RecordTimeout' as const, event: envelope(run, E.MemberFailed, `${t.task_id}:timed-out`, now, data, options) };
+    });
   }
 
   // 18: below quorum, or an incomplete panel on a high-risk question, stops the run.

@@ -3,6 +3,7 @@ import { COUNCIL_COMMAND_TYPES as C, COUNCIL_EVENT_TYPES as E } from './contract
 import { CouncilTaskRequest } from './controller';
 import { decide } from './decide';
 import { CouncilEvent, RoundClosed } from './events';
+import { buildRunRecord } from './run-record';
 import { foldRun, StartedRun } from './state';
 import {
   Behaviour, Driven, decisionFor, defaultBehaviour, drive, goalContract, highIssue, panel, reviewsFor, startCommand,
@@ -198,5 +199,43 @@ describe('spec 8.3 review ranking and blind_spot_candidate are stored as real id
       req.stage === 'review' ? { kind: 'reply', artifact: reviewsFor(req, id).map((r) => ({ ...r, ranking: [r['target_candidate_id'], 'anon-Q-v1'] })) } : defaultBehaviour()(req, id, st),
     );
     expect(d.refusals[0]?.error).toMatchObject({ code: 'UNKNOWN_REFERENCE', field: 'reviews[0].ranking[1]' });
+  });
+});
+
+describe('spec 17.1 budgets count every spend, and tasks say what is left', () => {
+  const badCandidate = (id: string) => ({ candidate_id: `cand-${id}`, author_member_id: id, version: 1 });
+
+  it('given a member whose answer is refused, when it reported usage, then the spend counts against the budget and the refusal is in the RunRecord', () => {
+    const d = drive(startCommand(), (req, id, st) =>
+      id === 'member-operator-01' && req.stage === 'proposal' ? { kind: 'reply', artifact: badCandidate(id), usage: { cost: 7, tokens: 700 } } : defaultBehaviour()(req, id, st),
+    );
+    expect(run(d).usage).toEqual({ cost: 7, tokens: 700 });
+    const rec = buildRunRecord(run(d));
+    expect(rec.refusals).toEqual([expect.objectContaining({ task_id: 'run-1:1:proposal:member-operator-01', member_id: 'member-operator-01', error: expect.objectContaining({ code: 'SCHEMA_VIOLATION' }) })]);
+  });
+
+  it('given a refused artifact never corrected, when the deadline passes, then the timeout failure names the refusal', () => {
+    const d = drive(startCommand(), (req, id, st) => (id === 'member-operator-01' && req.stage === 'proposal' ? { kind: 'reply', artifact: badCandidate(id) } : defaultBehaviour()(req, id, st)));
+    expect(run(d).failures[0]).toMatchObject({ member_id: 'member-operator-01', reason: 'timeout', detail: expect.stringMatching(/1 refused answer.*SCHEMA_VIOLATION/) });
+  });
+
+  it('given a member that reports a failure with usage, when recorded, then the spend counts', () => {
+    const d = drive(startCommand(), (req, id, st) => (id === 'member-operator-01' && req.stage === 'proposal' ? { kind: 'fail', usage: { cost: 3 } } : defaultBehaviour()(req, id, st)));
+    expect(run(d).usage.cost).toBe(3);
+  });
+
+  it('given refused answers that spend the whole cost budget, when the controller steps, then the run ends max-cost', () => {
+    const d = drive(startCommand({ goal: goalContract({ budget: { max_rounds: 3, max_time: '15m', max_cost: 10 } }) }), (req, id, st) =>
+      req.stage === 'proposal' ? { kind: 'reply', artifact: badCandidate(id), usage: { cost: 4 } } : defaultBehaviour()(req, id, st),
+    );
+    expect(terminal(d)).toMatchObject({ terminal_state: 'budget-exhausted-best-checkpoint', reason: 'max-cost' });
+  });
+
+  it('given a run that has spent part of its budget, when a task is issued, then the request tells the member what is left', () => {
+    const d = drive(startCommand({ goal: goalContract({ budget: { max_rounds: 3, max_time: '15m', max_cost: 100, max_tokens: 1000 } }) }), defaultBehaviour({ usage: { cost: 10, tokens: 100 } }));
+    const review = d.requests.find((r) => r.stage === 'review') as CouncilTaskRequest;
+    expect(review.budget_remaining).toEqual({ rounds: 3, time_ms: 15 * 60_000, cost: 70, tokens: 700 });
+    const proposal = d.requests.find((r) => r.stage === 'proposal') as CouncilTaskRequest;
+    expect(proposal.budget_remaining).toEqual({ rounds: 3, time_ms: 15 * 60_000, cost: 100, tokens: 1000 });
   });
 });

@@ -4,7 +4,7 @@ import { parseConflictMap } from './conflict-map';
 import { COUNCIL_COMMAND_TYPES as C, COUNCIL_EVENT_SCHEMA_VERSION, COUNCIL_EVENT_TYPES as E } from './contracts';
 import { bestCheckpoint } from './convergence-and-termination';
 import { parseDecisionRecord } from './decision-record';
-import { CouncilError } from './errors';
+import { CouncilError, CouncilErrorBody } from './errors';
 import { CouncilEvent, CouncilEventEnvelope, Usage } from './events';
 import { artifactsRemainComparable, budgetChanged } from './frame-challenge';
 import { parseFrameCheck } from './frame-check';
@@ -44,7 +44,17 @@ export type SubmitTaskResult = {
   now: string;
   event_id?: string;
 };
-export type ReportTaskFailure = { type: typeof C.ReportTaskFailure; task_id: string; member_id: string; detail?: string; now: string; event_id?: string };
+export type ReportTaskFailure = { type: typeof C.ReportTaskFailure; task_id: string; member_id: string; detail?: string; usage?: Usage; now: string; event_id?: string };
+/** The edge refused a member's answer (the CouncilError of SubmitTaskResult): keep the trace and the spend. */
+export type RecordRefusedAnswer = {
+  type: typeof C.RecordRefusedAnswer;
+  task_id: string;
+  member_id: string;
+  error: CouncilErrorBody;
+  usage?: Usage;
+  now: string;
+  event_id?: string;
+};
 export type ExpireTask = { type: typeof C.ExpireTask; task_id: string; now: string; event_id?: string };
 export type ReviseGoalContract = { type: typeof C.ReviseGoalContract; goal_contract: unknown; frame_check_id?: string; actor: string; now: string; event_id?: string };
 export type DeclineFrameChallenge = { type: typeof C.DeclineFrameChallenge; frame_check_id: string; reason: string; actor: string; now: string; event_id?: string };
@@ -55,6 +65,7 @@ export type CouncilCommand =
   | StartRun
   | SubmitTaskResult
   | ReportTaskFailure
+  | RecordRefusedAnswer
   | ExpireTask
   | ReviseGoalContract
   | DeclineFrameChallenge
@@ -102,6 +113,8 @@ export function decide(command: CouncilCommand, state: CouncilRunState): Council
       return decideSubmitTaskResult(command, state);
     case C.ReportTaskFailure:
       return decideReportTaskFailure(command, state);
+    case C.RecordRefusedAnswer:
+      return decideRecordRefusedAnswer(command, state);
     case C.ExpireTask:
       return decideExpireTask(command, state);
     case C.ReviseGoalContract:
@@ -294,8 +307,47 @@ export function decideReportTaskFailure(command: ReportTaskFailure, state: Counc
   const eventId = command.event_id ?? `${command.task_id}:failed`;
   const task = openTask(run, command.task_id, command.member_id, eventId);
   if (task === null) return [];
-  const data = { member_id: task.member_id, task_id: task.task_id, round: task.round, stage: task.stage, reason: 'reported-failure' as const, ...(command.detail ? { detail: command.detail } : {}) };
+  const usage = parseUsage(command.usage);
+  const data = {
+    member_id: task.member_id,
+    task_id: task.task_id,
+    round: task.round,
+    stage: task.stage,
+    reason: 'reported-failure' as const,
+    ...(command.detail ? { detail: command.detail } : {}),
+    ...(usage ? { usage } : {}),
+  };
   return [envelope(run.run_id, E.MemberFailed, eventId, command.now, task.member_id, task.task_id, data)];
+}
+
+/** Refusals recorded per task; past this a member's further wrong answers are not appended (no log flooding). */
+export const MAX_REFUSALS_PER_TASK = 5;
+
+/**
+ * A refused answer is a fact of the run (checklist 14): the RunRecord keeps it, and its spend
+ * counts against the budget (17.1), whether the task is still open, timed out or answered by a
+ * later correction. The event id counts the task's refusals, so a retried append is dropped.
+ */
+export function decideRecordRefusedAnswer(command: RecordRefusedAnswer, state: CouncilRunState): CouncilEvent[] {
+  const run = requireRunning(state);
+  const task = run.tasks[command.task_id];
+  if (!task) throw new CouncilError('TASK_NOT_FOUND', `no task ${command.task_id}`, 'task_id');
+  if (task.member_id !== command.member_id) throw new CouncilError('NOT_TASK_ASSIGNEE', `task ${command.task_id} belongs to another member`, 'member_id');
+  if (command.event_id !== undefined && run.applied_event_ids[command.event_id]) return [];
+  const count = run.refusals.filter((r) => r.task_id === task.task_id).length;
+  if (count >= MAX_REFUSALS_PER_TASK) throw new CouncilError('INVALID_STATE', `task ${task.task_id} already has ${count} refused answers`, 'task_id');
+  const e = command.error;
+  if (!e || typeof e.code !== 'string' || typeof e.message !== 'string') fail('error', 'must be {code, message, field?}');
+  const usage = parseUsage(command.usage);
+  const data = {
+    task_id: task.task_id,
+    member_id: task.member_id,
+    round: task.round,
+    stage: task.stage,
+    error: { code: e.code, message: e.message, ...(e.field !== undefined ? { field: e.field } : {}) },
+    ...(usage ? { usage } : {}),
+  };
+  return [envelope(run.run_id, E.TaskAnswerRefused, command.event_id ?? `${task.task_id}:refused:${count + 1}`, command.now, task.member_id, task.task_id, data)];
 }
 
 /** A per-stage timeout from outside (a sweeper); same event id as the controller's, so never twice. */

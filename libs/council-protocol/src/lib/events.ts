@@ -99,6 +99,15 @@ export type TerminationReason =
 
 export type FailureReason = 'timeout' | 'reported-failure';
 
+/** What is left of the run's budget when a task is issued, so a member can size its work. */
+export interface BudgetRemaining {
+  /** Rounds left, this one included. */
+  rounds: number;
+  time_ms: number;
+  cost?: number;
+  tokens?: number;
+}
+
 export interface TaskIssuedData {
   task_id: string;
   member_id: string;
@@ -108,6 +117,7 @@ export interface TaskIssuedData {
   role: CouncilRole;
   deadline: string;
   inputs: Record<string, unknown>;
+  budget_remaining?: BudgetRemaining;
 }
 
 export type RunStarted = CouncilEventEnvelope<
@@ -185,7 +195,12 @@ export type RevisionSubmitted = CouncilEventEnvelope<
 >;
 export type MemberFailed = CouncilEventEnvelope<
   typeof COUNCIL_EVENT_TYPES.MemberFailed,
-  { member_id: string; task_id: string | null; round: number; stage: CouncilStage; reason: FailureReason; detail?: string }
+  { member_id: string; task_id: string | null; round: number; stage: CouncilStage; reason: FailureReason; detail?: string; usage?: Usage }
+>;
+/** A member's answer the controller refused (the member may still correct it before the deadline). */
+export type TaskAnswerRefused = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.TaskAnswerRefused,
+  { task_id: string; member_id: string; round: number; stage: TaskStage; error: { code: string; message: string; field?: string }; usage?: Usage }
 >;
 export type ChairDecisionRecorded = CouncilEventEnvelope<
   typeof COUNCIL_EVENT_TYPES.ChairDecisionRecorded,
@@ -217,6 +232,7 @@ export type CouncilEvent =
   | RevisionRequested
   | RevisionSubmitted
   | MemberFailed
+  | TaskAnswerRefused
   | ChairDecisionRecorded
   | RunTerminated
   | OutcomeRecorded;

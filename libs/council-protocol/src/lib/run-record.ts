@@ -9,7 +9,7 @@ import { FrameCheck } from './frame-check';
 import { GoalContractBudget } from './goal-contract';
 import { MemberDescriptor } from './member-descriptor';
 import { ReviewArtifact } from './review-artifact';
-import { ControllerDecisionNote, GoalContractRevision, MemberFailureRecord, RoundRecord, StartedRun } from './state';
+import { ControllerDecisionNote, GoalContractRevision, MemberFailureRecord, RefusalRecord, RoundRecord, StartedRun } from './state';
 import { clone, instantMs } from './validation';
 
 export interface RunRecordTask {
@@ -58,6 +58,8 @@ export interface RunRecord {
   checkpoints: Checkpoint[];
   best_checkpoint_id: string | null;
   failures: MemberFailureRecord[];
+  /** Answers the controller refused, with the error the member was told (checklist 14). */
+  refusals: RefusalRecord[];
   degraded_modes: string[];
   decision_record: DecisionRecord | null;
   terminal: { terminal_state: TerminalState; reason: string; at: string; note?: string } | null;
@@ -108,6 +110,7 @@ export function buildRunRecord(run: StartedRun): RunRecord {
     checkpoints: run.checkpoints,
     best_checkpoint_id: run.status === 'terminated' ? run.terminal.best_checkpoint_id : (bestCheckpoint(run)?.checkpoint_id ?? null),
     failures: run.failures,
+    refusals: run.refusals,
     degraded_modes: degradedModes(run),
     decision_record: run.decision?.decision_record ?? null,
     terminal:

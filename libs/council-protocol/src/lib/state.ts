@@ -4,6 +4,7 @@ import { COUNCIL_EVENT_TYPES as E, CouncilRole, CouncilStage, TaskStage, Termina
 import { DecisionRecord } from './decision-record';
 import {
   AnonymizationEntry,
+  BudgetRemaining,
   Checkpoint,
   CouncilEvent,
   FailureReason,
@@ -34,6 +35,7 @@ export interface TaskRecord {
   issued_at: string;
   deadline: string;
   inputs: Record<string, unknown>;
+  budget_remaining?: BudgetRemaining;
   status: TaskStatus;
   settled_at?: string;
   /** The event that answered or failed it: a redelivered reply with the same id is a no-op. */
@@ -98,6 +100,15 @@ export interface MemberFailureRecord {
   round: number;
   reason: FailureReason;
   detail?: string;
+  at: string;
+}
+
+export interface RefusalRecord {
+  task_id: string;
+  member_id: string;
+  round: number;
+  stage: TaskStage;
+  error: { code: string; message: string; field?: string };
   at: string;
 }
 
@@ -166,6 +177,7 @@ export interface RunData {
   revision_requests: RevisionRequestRecord[];
   checkpoints: Checkpoint[];
   failures: MemberFailureRecord[];
+  refusals: RefusalRecord[];
   failed_members: string[];
   rounds: RoundRecord[];
   controller_decisions: ControllerDecisionNote[];
@@ -267,6 +279,7 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
       revision_requests: [],
       checkpoints: [],
       failures: [],
+      refusals: [],
       failed_members: [],
       rounds: [],
       controller_decisions: [],
@@ -433,6 +446,13 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
       next.failures.push({ member_id: d.member_id, role: member?.role ?? 'unknown', task_id: d.task_id, stage: d.stage, round: d.round, reason: d.reason, detail: d.detail, at: event.occurred_at });
       if (!next.failed_members.includes(d.member_id)) next.failed_members.push(d.member_id);
       if (d.task_id) settle(next, d.task_id, 'failed', event.event_id, event.occurred_at);
+      addUsage(next, d.usage);
+      return next;
+    }
+    case E.TaskAnswerRefused: {
+      const d = event.data;
+      next.refusals.push({ task_id: d.task_id, member_id: d.member_id, round: d.round, stage: d.stage, error: clone(d.error), at: event.occurred_at });
+      addUsage(next, d.usage);
       return next;
     }
     case E.ChairDecisionRecorded:

@@ -158,7 +158,7 @@ export function decisionFor(req: CouncilTaskRequest, overrides: Record<string, u
   };
 }
 
-export type Reply = { kind: 'reply'; artifact: unknown; usage?: { cost?: number; tokens?: number } } | { kind: 'fail' } | { kind: 'silent' };
+export type Reply = { kind: 'reply'; artifact: unknown; usage?: { cost?: number; tokens?: number } } | { kind: 'fail'; usage?: { cost?: number; tokens?: number } } | { kind: 'silent' };
 export type Behaviour = (req: CouncilTaskRequest, memberId: string, state: CouncilRunState) => Reply;
 
 export interface DefaultBehaviourOptions extends ReviewBehaviourOptions {
@@ -249,14 +249,18 @@ export function drive(
       if (reply.kind === 'silent') continue;
       const command: CouncilCommand =
         reply.kind === 'fail'
-          ? { type: C.ReportTaskFailure, task_id: req.task_id, member_id: memberId, detail: 'provider error', now }
+          ? { type: C.ReportTaskFailure, task_id: req.task_id, member_id: memberId, detail: 'provider error', usage: reply.usage, now }
           : { type: C.SubmitTaskResult, task_id: req.task_id, member_id: memberId, artifact: reply.artifact, usage: reply.usage, now };
       try {
         append(decide(command, d.state));
         progressed = true;
       } catch (e) {
-        if (e instanceof CouncilError) d.refusals.push({ req, error: e });
-        else throw e;
+        if (!(e instanceof CouncilError)) throw e;
+        d.refusals.push({ req, error: e });
+        // As the service does: the refused answer and its spend are recorded.
+        const usage = reply.kind === 'reply' ? reply.usage : undefined;
+        append(decide({ type: C.RecordRefusedAnswer, task_id: req.task_id, member_id: memberId, error: e.toJSON(), usage, now }, d.state));
+        progressed = true;
       }
     }
     if (!progressed || issued.length === 0) {
