@@ -27,6 +27,18 @@ class EchoController {
   crash(): never {
     throw new TypeError('boom');
   }
+
+  /** A reply bigger than the server's max_payload, as a list over large payloads would build. */
+  @MessagePattern('v1.huge')
+  huge(@Ctx() ctx: PlainNatsContext) {
+    return { ok: true, blob: 'x'.repeat(ctx.getMaxReplyBytes() + 1) };
+  }
+
+  /** A reply JSON cannot encode. */
+  @MessagePattern('v1.unencodable')
+  unencodable() {
+    return { ok: true, n: BigInt(1) };
+  }
 }
 
 describe('PlainJsonNatsServer (DESIGN section 5: plain JSON bodies, no framework envelope)', () => {
@@ -70,6 +82,17 @@ describe('PlainJsonNatsServer (DESIGN section 5: plain JSON bodies, no framework
       ok: false,
       error: { code: 'PROPOSAL_NOT_FOUND', message: 'no such proposal', field: 'proposal_id' },
     });
+  });
+
+  it('given a reply bigger than max_payload, then PAYLOAD_TOO_LARGE instead of a dead process, and the server keeps serving', async () => {
+    const reply = await requestJson(nc, `${prefix}.v1.huge`, {});
+    expect(reply).toMatchObject({ ok: false, error: { code: 'PAYLOAD_TOO_LARGE', message: expect.stringMatching(/smaller page/) } });
+    expect(await requestJson(nc, `${prefix}.v1.echo`, { still: 'here' })).toMatchObject({ ok: true, body: { still: 'here' } });
+  });
+
+  it('given a reply that cannot be encoded, then INTERNAL, and the server keeps serving', async () => {
+    expect(await requestJson(nc, `${prefix}.v1.unencodable`, {})).toMatchObject({ ok: false, error: { code: 'INTERNAL' } });
+    expect(await requestJson(nc, `${prefix}.v1.echo`, { still: 'here' })).toMatchObject({ ok: true });
   });
 
   it('given a handler that fails unexpectedly, then INTERNAL without internals', async () => {

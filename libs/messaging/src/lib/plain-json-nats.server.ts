@@ -113,15 +113,21 @@ export class PlainJsonNatsServer extends Server implements CustomTransportStrate
 
   /** The reply, or PAYLOAD_TOO_LARGE when it would not fit the connection's max_payload. */
   private respond(msg: Msg, reply: unknown): void {
+    let bytes: Uint8Array;
     try {
-      let bytes = this.encoder.encode(JSON.stringify(reply));
-      const limit = this.maxReplyBytes();
-      if (bytes.length > limit) {
-        bytes = this.encoder.encode(JSON.stringify(errorReply(new AcpError(
-          'PAYLOAD_TOO_LARGE',
-          `the reply would be ${bytes.length} bytes; this server carries at most ${limit}: ask for a smaller page (limit, cursor)`,
-        ))));
-      }
+      bytes = this.encoder.encode(JSON.stringify(reply));
+    } catch (err) {
+      this.logger.error(`reply on ${msg.subject} cannot be encoded: ${(err as Error)?.message}`);
+      bytes = this.encoder.encode(JSON.stringify(errorReply(new AcpError('INTERNAL', 'internal error; the reply could not be encoded'))));
+    }
+    const limit = this.maxReplyBytes();
+    if (bytes.length > limit) {
+      bytes = this.encoder.encode(JSON.stringify(errorReply(new AcpError(
+        'PAYLOAD_TOO_LARGE',
+        `the reply would be ${bytes.length} bytes; this server carries at most ${limit}: ask for a smaller page (limit, cursor)`,
+      ))));
+    }
+    try {
       msg.respond(bytes);
     } catch (err) {
       this.logger.error(`could not reply on ${msg.subject}: ${(err as Error)?.message}`);
