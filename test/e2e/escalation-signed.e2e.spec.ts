@@ -32,12 +32,12 @@ describe('escalation with the participant registry: signed acp.v1.resolve, resol
     await (await h.clientFor('agent-b')).challenge(p.proposal_id, { participant_id: 'agent-b', confidence: 0.8 });
     const [escalated] = await decisions.waitFor(p.proposal_id);
     expect(escalated).toMatchObject({ outcome: 'escalated', trigger: 'quorum' });
-    await eventually(async () => ((await h.client.escalations()).some((e) => e.proposal_id === p.proposal_id && e.routed) ? true : undefined));
+    await eventually(async () => ((await (await h.clientFor('human-pricing-lead')).escalations()).some((e) => e.proposal_id === p.proposal_id && e.routed) ? true : undefined));
 
     await expect((await h.clientFor('human-ops-lead')).resolve(p.proposal_id, { outcome: 'approved', note: 'not my domain' })).rejects.toMatchObject({ code: 'FORBIDDEN' });
     await expect((await h.clientFor('agent-a')).resolve(p.proposal_id, { outcome: 'approved', note: 'I am no human' })).rejects.toMatchObject({ code: 'FORBIDDEN' });
     await expect(h.client.resolve(p.proposal_id, { outcome: 'approved', resolved_by: 'human-pricing-lead', note: 'unsigned' })).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
-    expect((await h.client.escalation(p.proposal_id)).escalation.status).toBe('open');
+    expect((await (await h.clientFor('human-pricing-lead')).escalation(p.proposal_id)).escalation.status).toBe('open');
 
     const lead = await h.clientFor('human-pricing-lead');
     const resolved = await lead.resolve(p.proposal_id, { outcome: 'approved', resolved_by: 'human-pricing-lead', note: 'Pricing change approved after review' });
