@@ -23,7 +23,8 @@ export interface ProposalPlan {
   domain: string;
   quorum: number;
   responses: Array<{ participant_id: string; response_type: 'endorse' | 'challenge' }>;
-  expires_at?: string | null;
+  /** expires_at this long after the proposal is posted; none when absent. */
+  expiresInMs?: number;
 }
 
 /** What happened to one proposal: accepted means the reply (or a retry's refusal as a duplicate) says it is in the log. */
@@ -62,7 +63,7 @@ export class LoadAgent {
     const now = new Date().toISOString();
     const proposed = await this.send('propose', { proposal_id }, 'DUPLICATE_PROPOSAL_ID', {
       schema_version: '1.0', proposal_id, type: 'proposal', domain: plan.domain, author: `author-${i}`,
-      payload: { i }, quorum: plan.quorum, created_at: now, expires_at: plan.expires_at ?? null,
+      payload: { i }, quorum: plan.quorum, created_at: now, expires_at: plan.expiresInMs ? new Date(Date.parse(now) + plan.expiresInMs).toISOString() : null,
     }, outcome);
     if (!proposed) return outcome;
     outcome.proposed = true;
