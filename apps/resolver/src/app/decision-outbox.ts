@@ -4,6 +4,7 @@ import {
   PROPOSAL_EVENT_TYPES,
   PROPOSAL_STREAM_CATEGORY,
   ProposalEvent,
+  ProposalState,
   foldProposal,
   projectProposal,
   toDecisionEvent,
@@ -33,6 +34,8 @@ import { NatsConnection } from 'nats';
 export class DecisionOutbox extends LogOutbox<ProposalEvent> {
   private readonly subjects;
   private readonly streams;
+  /** Submissions of proposals not yet final, for their decisions' fixed details. */
+  private readonly submitted = new Map<string, ProposalState>();
 
   constructor(
     @Inject(EVENT_LOG) log: EventLog,
@@ -57,18 +60,27 @@ export class DecisionOutbox extends LogOutbox<ProposalEvent> {
 
   protected async messagesFor({ event }: StoredEvent<ProposalEvent>): Promise<OutboxMessage[]> {
     const messages: OutboxMessage[] = [];
-    if (event.type === PROPOSAL_EVENT_TYPES.ProposalSubmitted && event.data.type === 'proposal') {
-      const proposal = projectProposal(foldProposal([event]));
-      messages.push({ subject: this.subjects.proposals(proposal.domain), body: proposal, msgId: event.event_id });
+    if (event.type === PROPOSAL_EVENT_TYPES.ProposalSubmitted) {
+      const state = foldProposal([event]);
+      this.submitted.set(event.data.proposal_id, state);
+      if (event.data.type === 'proposal') {
+        const proposal = projectProposal(state);
+        messages.push({ subject: this.subjects.proposals(proposal.domain), body: proposal, msgId: event.event_id });
+      }
     }
     if (isTerminalEvent(event)) {
-      const { state } = await this.store.load(event.data.proposal_id);
+      // A decision reads only the proposal's fixed details (domain, payload summary, hash): the
+      // submission folded above, or, for one submitted before this outbox's checkpoint, any state.
+      const id = event.data.proposal_id;
+      const state = this.submitted.get(id) ?? (await this.store.load(id, 'cache')).state;
       const decision = toDecisionEvent(event, state);
       if (decision) {
         messages.push({ subject: this.subjects.decisions(decision.domain), body: decision, msgId: decision.event_id });
         if (decision.outcome === 'escalated') {
           const body = { decision, proposal: projectProposal(state) };
           messages.push({ subject: this.subjects.escalations(decision.domain), body, msgId: decision.event_id });
+        } else {
+          this.submitted.delete(id);
         }
       }
     }
