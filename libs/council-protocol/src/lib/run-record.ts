@@ -9,7 +9,8 @@ import { FrameCheck } from './frame-check';
 import { GoalContractBudget } from './goal-contract';
 import { MemberDescriptor } from './member-descriptor';
 import { ReviewArtifact } from './review-artifact';
-import { ControllerDecisionNote, GoalContractRevision, MemberFailureRecord, RefusalRecord, RoundRecord, StartedRun } from './state';
+import { CouncilPolicy } from './policy';
+import { ControllerDecisionNote, GoalContractRevision, MemberFailureRecord, RefusalRecord, RevisionRequestRecord, RoundRecord, StartedRun } from './state';
 import { clone, instantMs } from './validation';
 
 export interface RunRecordTask {
@@ -39,6 +40,9 @@ export interface RunRecord {
   protocol: typeof COUNCIL_PROTOCOL_ID;
   protocol_version: string;
   level: CouncilLevel;
+  /** The process policy the controller enforced, and who the controller was (checks 9 and 10). */
+  policy: CouncilPolicy;
+  controller_id: string;
   participants: MemberDescriptor[];
   independence_groups: Record<string, string[]>;
   goal_contract_revisions: GoalContractRevision[];
@@ -55,6 +59,8 @@ export interface RunRecord {
   timing: { started_at: string; ended_at: string | null };
   controller_decisions: ControllerDecisionNote[];
   rounds: RoundRecord[];
+  /** The issues each revision round asked about (check 6: every one answered). */
+  revision_requests: RevisionRequestRecord[];
   checkpoints: Checkpoint[];
   best_checkpoint_id: string | null;
   failures: MemberFailureRecord[];
@@ -77,6 +83,8 @@ export function buildRunRecord(run: StartedRun): RunRecord {
     protocol: COUNCIL_PROTOCOL_ID,
     protocol_version: COUNCIL_PROTOCOL_VERSION,
     level: run.policy.level,
+    policy: run.policy,
+    controller_id: run.policy.controller_id,
     participants: run.panel,
     independence_groups: groups,
     goal_contract_revisions: run.goal_contract_revisions,
@@ -107,6 +115,7 @@ export function buildRunRecord(run: StartedRun): RunRecord {
     timing: { started_at: run.started_at, ended_at: ended },
     controller_decisions: run.controller_decisions,
     rounds: run.rounds,
+    revision_requests: run.revision_requests,
     checkpoints: run.checkpoints,
     best_checkpoint_id: run.status === 'terminated' ? run.terminal.best_checkpoint_id : (bestCheckpoint(run)?.checkpoint_id ?? null),
     failures: run.failures,

@@ -5,6 +5,8 @@ import { bordaCount, paretoFrontier } from './run-aggregation';
 /** A RunRecord written by one agent in separated phases, with no Council service (spec 19.1). */
 export function manualRunRecord(): Record<string, unknown> {
   const agent = member('solo-agent', 'generalist');
+  // The critic phase is the same agent under another role contract, disclosed as such (19.1).
+  const critic = member('solo-agent-critic-phase', 'critic', ['reviewer']);
   const a = candidateArtifact('solo-agent', { candidate_id: 'cand-A-v1', position: 'Two-phase migration' });
   const b = candidateArtifact('solo-agent', { candidate_id: 'cand-B-v1', position: 'Defer migration one quarter' });
   const a2 = {
@@ -21,8 +23,8 @@ export function manualRunRecord(): Record<string, unknown> {
     protocol: 'council',
     protocol_version: '0.1.0',
     level: 'council:L2',
-    participants: [agent],
-    independence_groups: { 'shared-model-a': ['solo-agent'] },
+    participants: [agent, critic],
+    independence_groups: { 'shared-model-a': ['solo-agent', 'solo-agent-critic-phase'] },
     goal_contract_revisions: [{ goal_contract: goalContract(), revised_at: '2026-08-03T10:00:00Z', revised_by: 'human-owner', frame_check_id: null, comparable: true, restarted: false }],
     artifacts: {
       candidates: [a, b, a2],
@@ -50,6 +52,7 @@ export function manualRunRecord(): Record<string, unknown> {
       { task_id: 'p2', member_id: 'solo-agent', round: 1, stage: 'proposal', candidate_id: 'cand-B-v1', inputs: { goal_contract: goalContract(), stance: 'reset: argue from operations' } },
       { task_id: 'r1', member_id: 'solo-agent', round: 1, stage: 'review', inputs: { candidates: [{ candidate_ref: 'anon-A-v1', position: 'Two-phase migration' }] } },
     ],
+    revision_requests: [{ round: 2, requests: [{ target_candidate_id: 'cand-A-v1', author_member_id: 'solo-agent', issues: [{ issue_id: 'rev-on-A-v1#issue-1' }] }] }],
     decision_record: {
       decision_id: 'decision-001',
       goal_contract_id: 'gc-001',

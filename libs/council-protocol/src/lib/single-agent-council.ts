@@ -23,6 +23,9 @@ export const RUN_RECORD_PROBLEM_CODES = [
   'SELF_REVIEW',
   'UNKNOWN_REFERENCE',
   'UNANSWERED_ISSUE',
+  'UNKNOWN_PARTICIPANT',
+  'CONTROLLER_NOT_DISTINCT',
+  'BUDGET_EXCEEDED',
   'UNREFERENCED_CLAIM',
   'TOO_FEW_CANDIDATES',
   'MISSING_CONFLICT_MAP',
@@ -166,6 +169,57 @@ export function validateRunRecord(json: unknown): RunRecordReport {
     });
   });
 
+  // Artifacts are written by disclosed participants (checklist 3).
+  const memberIds = new Set(participants.map((p) => p.member_id));
+  if (participants.length > 0) {
+    candidates.forEach((c, i) => {
+      if (!memberIds.has(c.author_member_id)) add('UNKNOWN_PARTICIPANT', `artifacts.candidates[${i}].author_member_id`, `${c.author_member_id} is not a participant of the record`);
+    });
+    reviews.forEach((r, i) => {
+      if (!memberIds.has(r.reviewer_member_id)) add('UNKNOWN_PARTICIPANT', `artifacts.reviews[${i}].reviewer_member_id`, `${r.reviewer_member_id} is not a participant of the record`);
+    });
+  }
+
+  // Revisions answer what was asked (checklist 6, L2+): a response for every requested issue.
+  const revisionIndex = new Map(candidates.map((c, i) => [c.candidate_id, i]));
+  const revisions = candidates.filter((c) => c.parent_candidate_id !== null);
+  if (lvl >= 2) {
+    revisions.forEach((c) => {
+      if ((responsesOf.get(c.candidate_id) ?? []).length === 0) add('UNANSWERED_ISSUE', `artifacts.candidates[${revisionIndex.get(c.candidate_id)}].responses`, 'a revision answers the review issues it was asked about');
+    });
+    if (revisions.length > 0 && rec['revision_requests'] === undefined) add('MISSING_SECTION', 'revision_requests', 'record which issues each revision round asked about');
+    (rec['revision_requests'] === undefined ? [] : list('revision_requests')).forEach((round, i) => {
+      if (!isRecord(round) || !Array.isArray(round['requests'])) return add('SCHEMA_VIOLATION', `revision_requests[${i}]`, 'must be {round, requests: [...]}');
+      round['requests'].forEach((req: unknown, j: number) => {
+        if (!isRecord(req) || typeof req['target_candidate_id'] !== 'string' || !Array.isArray(req['issues'])) return add('SCHEMA_VIOLATION', `revision_requests[${i}].requests[${j}]`, 'must be {target_candidate_id, issues}');
+        const revision = revisions.find((c) => c.parent_candidate_id === req['target_candidate_id']);
+        // No revision at all is a failure of its author (recorded under failures), not a silent answer.
+        if (!revision) return;
+        const answered = new Set((responsesOf.get(revision.candidate_id) ?? []).map((r) => r.review_issue));
+        for (const issue of req['issues']) {
+          const id = isRecord(issue) ? issue['issue_id'] : undefined;
+          if (typeof id === 'string' && !answered.has(id)) add('UNANSWERED_ISSUE', `artifacts.candidates[${revisionIndex.get(revision.candidate_id)}].responses`, `requested issue ${id} has no response`);
+        }
+      });
+    });
+  }
+
+  // Controller and chair are distinct actors, and hard limits held (checks 9 and 10, L3+).
+  if (lvl >= 3) {
+    for (const section of ['budgets', 'timing', 'policy']) if (!isRecord(rec[section])) add('MISSING_SECTION', section, `a council:L3 record carries its ${section}`);
+    for (const section of ['controller_decisions', 'rounds', 'checkpoints', 'failures']) if (!Array.isArray(rec[section])) add('MISSING_SECTION', section, `a council:L3 record carries its ${section}`);
+    const policy = isRecord(rec['policy']) ? rec['policy'] : undefined;
+    const controller = typeof rec['controller_id'] === 'string' ? rec['controller_id'] : policy && typeof policy['controller_id'] === 'string' ? policy['controller_id'] : undefined;
+    if (controller === undefined) add('MISSING_SECTION', 'controller_id', 'a council:L3 record names its controller');
+    else if (memberIds.has(controller)) add('CONTROLLER_NOT_DISTINCT', 'controller_id', `the controller ${controller} is a panel member`);
+    const budgets = isRecord(rec['budgets']) ? rec['budgets'] : undefined;
+    const usage = budgets && isRecord(budgets['usage']) ? budgets['usage'] : undefined;
+    const maxRounds = contracts.length ? contracts[contracts.length - 1].budget.max_rounds : undefined;
+    if (usage && typeof usage['rounds'] === 'number' && maxRounds !== undefined && usage['rounds'] > maxRounds) {
+      add('BUDGET_EXCEEDED', 'budgets.usage.rounds', `${usage['rounds']} rounds for a budget of ${maxRounds}`);
+    }
+  }
+
   // Reviews target run candidates, never their author's own (11.3).
   reviews.forEach((r, i) => {
     const target = byId.get(r.target_candidate_id);
@@ -251,6 +305,7 @@ export function validateRunRecord(json: unknown): RunRecordReport {
     }
     if (terminalState === 'decided' && d.unresolved_dissent.length > 0) add('TERMINAL_STATE_MISMATCH', 'terminal.terminal_state', 'a decision with unresolved dissent is decided-with-dissent');
     if (terminalState === 'decided-with-dissent' && d.unresolved_dissent.length === 0) add('TERMINAL_STATE_MISMATCH', 'terminal.terminal_state', 'decided-with-dissent names its dissent');
+    if ((terminalState === 'decided' || terminalState === 'decided-with-dissent') && d.selected_path === NO_DECISION) add('TERMINAL_STATE_MISMATCH', 'decision_record.selected_path', `a ${terminalState} run selects a path`);
     if (terminalState === 'abstained-insufficient-evidence' && d.selected_path !== NO_DECISION) add('TERMINAL_STATE_MISMATCH', 'decision_record.selected_path', 'an abstention selects no-decision');
   }
 
