@@ -29,7 +29,8 @@ export const OPENAPI_DOCUMENT = {
     '/escalations': {
       get: {
         operationId: 'listEscalations',
-        summary: 'List escalations, oldest first (default: the open ones)',
+        summary: 'List escalations, oldest first (default: the open ones), of the domains the reader has a grant on',
+        security: [{ humanToken: [] }],
         parameters: [
           { name: 'status', in: 'query', schema: { enum: ['open', 'resolved', 'expired', 'all'] } },
           { name: 'domain', in: 'query', description: 'a domain and its subdomains', schema: { type: 'string' } },
@@ -39,6 +40,7 @@ export const OPENAPI_DOCUMENT = {
         responses: {
           '200': ok('The escalations', { escalations: { type: 'array', items: ref('Escalation') } }),
           '400': errorResponse('SCHEMA_VIOLATION'),
+          '401': errorResponse('UNAUTHENTICATED: no token, or not the token of an active registered participant'),
         },
       },
     },
@@ -46,6 +48,8 @@ export const OPENAPI_DOCUMENT = {
       get: {
         operationId: 'getEscalation',
         summary: 'One escalation with its proposal: payload, every response with its weight and reason, the vote totals',
+        description: 'Needs a grant on the domain; a payload above the reader\'s clearance comes as {} with payload_withheld: true.',
+        security: [{ humanToken: [] }],
         parameters: [proposalIdParam],
         responses: {
           '200': ok('The escalation', {
@@ -59,6 +63,8 @@ export const OPENAPI_DOCUMENT = {
             },
           }),
           '400': errorResponse('INVALID_ID'),
+          '401': errorResponse('UNAUTHENTICATED: no token, or not the token of an active registered participant'),
+          '403': errorResponse('FORBIDDEN: no grant on the proposal\'s domain'),
           '404': errorResponse('PROPOSAL_NOT_FOUND'),
           '409': errorResponse('NOT_ESCALATED: the proposal was never escalated'),
         },
@@ -69,8 +75,8 @@ export const OPENAPI_DOCUMENT = {
         operationId: 'resolveEscalation',
         summary: 'A human approves or rejects an escalated proposal (trigger manual); a decision event follows',
         description:
-          'With CONCLAVE_AUTH_MODE=required, a human resolver token must be presented (Authorization: Bearer <token>) ' +
-          'and names the human; otherwise resolved_by is taken as declared. Under an M-of-N sign-off route this records ' +
+          'With CONCLAVE_AUTH_MODE=required, a token must be presented (Authorization: Bearer <token>); it names a registered ' +
+          'participant, who needs the human-resolver role and a resolve grant on the domain; otherwise resolved_by is taken as declared. Under an M-of-N sign-off route this records ' +
           'one sign-off, and the proposal resolves once M of the named humans agree (or at once on a veto).',
         security: [{ humanToken: [] }],
         parameters: [proposalIdParam],
@@ -79,7 +85,7 @@ export const OPENAPI_DOCUMENT = {
           '200': ok('The proposal after the resolution (status resolved, or still escalated while sign-offs are missing)', { proposal: ref('Proposal') }),
           '400': errorResponse('SCHEMA_VIOLATION (a note is required), INVALID_JSON'),
           '401': errorResponse('UNAUTHENTICATED: no token, or not a human resolver token'),
-          '403': errorResponse('FORBIDDEN: the token belongs to someone else than resolved_by, or the human is not one of the sign-off humans'),
+          '403': errorResponse('FORBIDDEN: the token belongs to someone else than resolved_by, no resolve grant on the domain, or the human is not one of the sign-off humans'),
           '404': errorResponse('PROPOSAL_NOT_FOUND'),
           '409': errorResponse('NOT_ESCALATED (not escalated, already resolved, or another escalation), CONFLICT (payload_hash mismatch), DUPLICATE_RESPONSE (signed off already)'),
         },
@@ -91,14 +97,15 @@ export const OPENAPI_DOCUMENT = {
       get: {
         operationId: 'decisionFeed',
         summary: 'Live decision events (Server-Sent Events, event "decision"), fed from the ACP_DECISIONS stream',
-        responses: { '200': { description: 'text/event-stream' } },
+        security: [{ humanToken: [] }],
+        responses: { '200': { description: 'text/event-stream' }, '401': errorResponse('UNAUTHENTICATED') },
       },
     },
     '/healthz': { get: { operationId: 'healthz', summary: 'Liveness', responses: { '200': { description: 'alive' } } } },
     '/readyz': { get: { operationId: 'readyz', summary: 'Readiness (inbox caught up, NATS connected)', responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
   },
   components: {
-    securitySchemes: { humanToken: { type: 'http', scheme: 'bearer', description: 'A human resolver token (CONCLAVE_HUMAN_TOKENS)' } },
+    securitySchemes: { humanToken: { type: 'http', scheme: 'bearer', description: 'A token of CONCLAVE_HUMAN_TOKENS (32+ characters) naming an active registered participant' } },
     schemas: {
       ErrorReply: {
         type: 'object',
