@@ -164,6 +164,31 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
     await expect(c.client.interrupt({ run_id: runId, reason: 'again', actor: 'human-owner' })).rejects.toMatchObject({ code: 'INVALID_STATE' });
   });
 
+  it('single-letter member ids (A, B, C, D): blind refs stay intact, every review is accepted, the run decides', async () => {
+    const proposers = ['A', 'B', 'C'];
+    const members = join([...proposers, 'D'], () => cleanBehaviour());
+    const runId = await c.client.start({ goal_contract: scriptedGoalContract(), panel: scriptedPanel({ proposers, chair: 'D' }), policy: policy() });
+    const d = await c.decisions.waitFor(runId);
+    expect(d.terminal_state).toMatch(/^decided/);
+    const reviews = Object.values(members).flatMap((m) => m.verdicts).filter((v) => v.task.stage === 'review');
+    expect(reviews.length).toBeGreaterThan(0);
+    expect(reviews.every((v) => v.verdict.ok)).toBe(true);
+    const run = await c.client.get(runId, 'human-owner');
+    expect(run.refusals).toEqual([]);
+  });
+
+  it('a refused artifact never corrected: the RunRecord keeps the refusal and its spend, and the timeout names it', async () => {
+    const p = panelOf(tag());
+    const bad = p.proposers[2];
+    join([...p.proposers, p.chair], (id) => cleanBehaviour(id === bad ? { malformed: (t) => t.stage === 'proposal', usage: { cost: 2, tokens: 50 } } : {}));
+    const runId = await c.client.start({ goal_contract: scriptedGoalContract(), panel: p.panel, policy: policy({ stage_timeout_ms: 600, stage_timeouts_ms: { synthesis: 3_000 } }) });
+    await c.decisions.waitFor(runId);
+    const run = await c.client.get(runId, 'human-owner');
+    expect(run.refusals).toEqual([expect.objectContaining({ member_id: bad, stage: 'proposal', error: expect.objectContaining({ code: 'SCHEMA_VIOLATION' }) })]);
+    expect(run.failures).toEqual([expect.objectContaining({ member_id: bad, reason: 'timeout', detail: expect.stringMatching(/refused answer/) })]);
+    expect(run.budgets.usage.cost).toBeGreaterThanOrEqual(2);
+  });
+
   it('a refused command: a bad GoalContract gets {ok: false, error: {code, field}} and starts nothing', async () => {
     const p = panelOf(tag());
     const bad = { ...scriptedGoalContract(), budget: { max_rounds: 0, max_time: '1m' } };

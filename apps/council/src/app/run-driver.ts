@@ -8,6 +8,8 @@ import {
   CouncilEvent,
   CouncilRunState,
   CouncilTaskRequest,
+  MAX_REFUSALS_PER_TASK,
+  Usage,
   controllerEvents,
   decide,
   decideNext,
@@ -234,10 +236,13 @@ class RunLoop {
         return;
       }
       verdict = { ok: false, error: err.toJSON() };
+      await this.recordRefusal(request, memberId, msg, verdict.error);
     }
     if (!msg.reply || this.deps.nc.isClosed()) return;
     const remaining = Date.parse(request.deadline) - this.deps.clock.now().getTime();
-    if (verdict.ok || remaining <= 0) {
+    const refusals = this.state.status === 'empty' ? 0 : this.state.refusals.filter((r) => r.task_id === request.task_id).length;
+    // Past the recorded-refusal cap a member is told the verdict but not invited to try again.
+    if (verdict.ok || remaining <= 0 || refusals >= MAX_REFUSALS_PER_TASK) {
       msg.respond(encoder.encode(JSON.stringify(verdict)));
       return;
     }
@@ -254,6 +259,13 @@ class RunLoop {
     }
   }
 
+  /** A refused answer is a fact of the run with its spend (the member may still correct it). */
+  private async recordRefusal(request: CouncilTaskRequest, memberId: string, msg: Msg, error: CouncilErrorBody): Promise<void> {
+    await this.execute((_s, now) => ({ type: C.RecordRefusedAnswer, task_id: request.task_id, member_id: memberId, error, usage: usageOf(msg), now })).catch((e: unknown) => {
+      if (!(e instanceof CouncilError) && !(e instanceof Stopped)) this.failed(`refusal of ${request.task_id}`, e);
+    });
+  }
+
   /** No responders or another transport failure is a member failure; a plain timeout is left to the deadline. */
   private async onTransportError(request: CouncilTaskRequest, memberId: string, err: NatsError): Promise<void> {
     if (this.stopped || err.code === ErrorCode.Timeout || this.deps.nc.isClosed()) return;
@@ -261,6 +273,18 @@ class RunLoop {
     await this.execute((_s, now) => ({ type: C.ReportTaskFailure, task_id: request.task_id, member_id: memberId, detail, now })).catch((e: unknown) => {
       if (!(e instanceof CouncilError) && !(e instanceof Stopped)) throw e;
     });
+  }
+}
+
+/** The usage a reply reports (`{ok, ..., usage}`), whatever else is wrong with it. */
+function usageOf(msg: Msg): Usage | undefined {
+  try {
+    const o = JSON.parse(decoder.decode(msg.data)) as unknown;
+    if (o === null || typeof o !== 'object' || Array.isArray(o)) return undefined;
+    const u = (o as Record<string, unknown>)['usage'];
+    return u !== null && typeof u === 'object' && !Array.isArray(u) ? (u as Usage) : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -276,7 +300,7 @@ function replyCommand(request: CouncilTaskRequest, memberId: string, msg: Msg, n
   if (o && o['ok'] === false) {
     const error = o['error'] as { code?: unknown; message?: unknown } | undefined;
     const detail = [error?.code, error?.message].filter((x) => typeof x === 'string').join(': ') || 'member reported a failure';
-    return { type: C.ReportTaskFailure, task_id: request.task_id, member_id: memberId, detail, now };
+    return { type: C.ReportTaskFailure, task_id: request.task_id, member_id: memberId, detail, usage: o['usage'] as never, now };
   }
   if (o && o['ok'] === true && 'artifact' in o) {
     return { type: C.SubmitTaskResult, task_id: request.task_id, member_id: memberId, artifact: o['artifact'], usage: o['usage'] as never, now };

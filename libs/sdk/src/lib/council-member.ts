@@ -1,6 +1,6 @@
 import type { CouncilErrorBody, CouncilTaskRequest, RunRecord, TaskStage, Usage } from '@conclave/council-protocol';
 import { COUNCIL_COMMANDS, councilSubjects, CouncilSubjects, DEFAULT_COUNCIL_PREFIX } from '@conclave/messaging';
-import { createInbox, Msg, NatsConnection, Subscription } from 'nats';
+import { createInbox, headers, Msg, NatsConnection, Subscription } from 'nats';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -144,7 +144,9 @@ export class CouncilMember {
       const artifact = await handler(task, context);
       return usage ? { ok: true, artifact, usage } : { ok: true, artifact };
     } catch (err) {
-      return { ok: false, error: { code: 'MEMBER_FAILURE', message: (err as Error)?.message ?? String(err) } };
+      // Spend before the failure still counts against the run's budget.
+      const error = { code: 'MEMBER_FAILURE', message: (err as Error)?.message ?? String(err) };
+      return usage ? { ok: false, error, usage } : { ok: false, error };
     }
   }
 
@@ -198,26 +200,44 @@ export interface CouncilDecisionMessage {
   note?: string;
 }
 
+export interface CouncilClientOptions {
+  timeoutMs?: number;
+  /**
+   * Signs every command as a registered participant, as for ConclaveClient:
+   * `signer: ed25519Signer(participantId, privateKey)` (required when the service requires authentication).
+   */
+  signer?: (subject: string, body: Uint8Array) => Promise<Record<string, string>> | Record<string, string>;
+}
+
 /**
  * The owner's side of the Council API: start a run, read its RunRecord, revise its GoalContract
  * after a frame challenge, decline a challenge, interrupt, record a later outcome.
  */
 export class CouncilClient {
   readonly subjects: CouncilSubjects;
+  private readonly timeoutMs: number;
+  private readonly signer: CouncilClientOptions['signer'];
   constructor(
     readonly nc: NatsConnection,
     prefix: string = DEFAULT_COUNCIL_PREFIX,
-    private readonly timeoutMs = 5_000,
+    options: number | CouncilClientOptions = {},
   ) {
     this.subjects = councilSubjects(prefix);
+    const o = typeof options === 'number' ? { timeoutMs: options } : options;
+    this.timeoutMs = o.timeoutMs ?? 5_000;
+    this.signer = o.signer;
   }
 
   async start(body: { goal_contract: unknown; panel: unknown[]; policy?: unknown; actor?: string; run_id?: string }): Promise<string> {
     return (await this.request<{ run_id: string }>(this.subjects.start, body)).run_id;
   }
 
-  async get(runId: string): Promise<RunRecord> {
-    return (await this.request<{ run_record: RunRecord }>(this.subjects.get, { run_id: runId })).run_record;
+  /**
+   * The RunRecord. The anonymisation mapping and author ids are only in the owner's copy once the
+   * run has ended; `actor` is who reads (taken from the signature when authentication is on).
+   */
+  async get(runId: string, actor?: string): Promise<RunRecord> {
+    return (await this.request<{ run_record: RunRecord }>(this.subjects.get, actor === undefined ? { run_id: runId } : { run_id: runId, actor })).run_record;
   }
 
   async reviseGoalContract(body: { run_id: string; goal_contract: unknown; frame_check_id?: string; actor: string }): Promise<void> {
@@ -237,7 +257,11 @@ export class CouncilClient {
   }
 
   private async request<T extends object>(subject: string, body: unknown): Promise<T> {
-    const msg = await this.nc.request(subject, encoder.encode(JSON.stringify(body)), { timeout: this.timeoutMs });
+    const bytes = encoder.encode(JSON.stringify(body));
+    const extra = this.signer ? await this.signer(subject, bytes) : undefined;
+    const h = extra ? headers() : undefined;
+    if (h && extra) for (const [k, v] of Object.entries(extra)) h.set(k, v);
+    const msg = await this.nc.request(subject, bytes, { timeout: this.timeoutMs, headers: h });
     const reply = JSON.parse(decoder.decode(msg.data)) as ({ ok: true } & T) | { ok: false; error: { code: string; message: string; field?: string } };
     if (!reply.ok) throw new CouncilRequestError(reply.error);
     return reply;

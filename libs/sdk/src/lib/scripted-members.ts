@@ -28,6 +28,8 @@ export interface ScriptedBehaviour {
   delayMs?: number | ((task: CouncilTask) => number);
   /** Never answers these tasks (the controller times them out). */
   silent?: (task: CouncilTask) => boolean;
+  /** Answers these tasks with an artifact the controller refuses (and never corrects it). */
+  malformed?: (task: CouncilTask) => boolean;
   /** Reports a failure for these tasks (`{ok: false, error}`). */
   fail?: (task: CouncilTask) => boolean;
   /** Rubric score a reviewer gives a candidate in a round (default 3). */
@@ -191,8 +193,9 @@ export class ScriptedMember {
       // Silent: hold the task until the member stops; the reply is then never sent.
       if (behaviour.silent?.(task)) return this.stopped;
       if (delay > 0) await new Promise((r) => setTimeout(r, delay));
-      if (behaviour.fail?.(task)) throw new Error(`${memberId} failed on ${task.stage} (scripted)`);
       if (behaviour.usage) ctx.reportUsage(behaviour.usage);
+      if (behaviour.fail?.(task)) throw new Error(`${memberId} failed on ${task.stage} (scripted)`);
+      if (behaviour.malformed?.(task)) return { candidate_id: `cand-${memberId}-malformed`, author_member_id: memberId, version: 1 };
       return scriptedArtifact(task, memberId, behaviour);
     };
     this.member = new CouncilMember({
