@@ -39,7 +39,10 @@ RUN npx nx run-many -t build \
 FROM ${NODE_IMAGE} AS runtime
 ARG APP
 RUN test -n "${APP}" || { echo "build with --build-arg APP=<intake|resolver|sweeper|escalation|council|audit|cli>" >&2; exit 1; }
+# Services listen on loopback by default; in a container that would hide them from the probes
+# and the port mapping, so the image opens them (keep the ports on an internal network).
 ENV NODE_ENV=production \
+    HTTP_HOST=0.0.0.0 \
     NPM_CONFIG_UPDATE_NOTIFIER=false \
     NPM_CONFIG_FUND=false \
     NPM_CONFIG_AUDIT=false

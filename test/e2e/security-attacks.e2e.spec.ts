@@ -3,8 +3,14 @@ import { ConclaveClient, ConclaveError, jwtSigner } from '@conclave/sdk';
 import { loadConfig } from '@conclave/service-kit';
 import { headers as natsHeaders } from 'nats';
 import { ulid } from 'ulid';
+import { AddressInfo } from 'node:net';
+import { AuditConfig } from '../../apps/audit/src/app/audit.config';
+import { CouncilConfig } from '../../apps/council/src/app/council.config';
 import { EscalationConfig } from '../../apps/escalation/src/app/escalation.config';
-import { eventually, SecureConclaveHarness } from '../support/conclave-harness';
+import { IntakeConfig } from '../../apps/intake/src/app/intake.config';
+import { ResolverConfig } from '../../apps/resolver/src/app/resolver.config';
+import { SweeperConfig } from '../../apps/sweeper/src/app/sweeper.config';
+import { ConclaveHarness, eventually, SecureConclaveHarness } from '../support/conclave-harness';
 
 const CAROL_TOKEN = 'carol-ops-resolver-token-0123456789abcdef';
 const RISKPUB_TOKEN = 'riskpub-resolver-token-0123456789abcdef';
@@ -113,7 +119,31 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
       expect(page.headers.get('content-security-policy')).toMatch(/frame-ancestors 'none'/);
       expect(page.headers.get('content-security-policy')).toMatch(/script-src 'self'/);
       expect(page.headers.get('x-frame-options')).toBe('DENY');
+      const script = await (await fetch(`${base}/console/console.js`)).text();
+      expect(script).toMatch(/sessionStorage\.setItem\('conclave\.token'/);
+      expect(script).not.toMatch(/localStorage\.setItem\('conclave\.token'/);
       expect(loadConfig(EscalationConfig, {}).httpHost).toBe('127.0.0.1');
+    });
+
+    it('every service, audit export and metrics included, listens on loopback when HTTP_HOST is not set', async () => {
+      for (const config of [IntakeConfig, ResolverConfig, SweeperConfig, CouncilConfig, EscalationConfig, AuditConfig]) {
+        expect({ config: config.name, host: loadConfig(config, {}).httpHost }).toEqual({ config: config.name, host: '127.0.0.1' });
+      }
+      // Given an audit service started without HTTP_HOST, when we look at where it listens and ask it, then loopback only.
+      const plain = new ConclaveHarness();
+      delete plain.env['HTTP_HOST'];
+      await plain.start('audit');
+      try {
+        const server = plain.instances[0].app.getHttpServer();
+        const address = server.address() as AddressInfo;
+        expect(address.address).toBe('127.0.0.1');
+        const metrics = await fetch(`http://127.0.0.1:${address.port}/metrics`);
+        expect(metrics.status).toBe(200);
+        const exported = await fetch(`http://127.0.0.1:${address.port}/audit/export`);
+        expect(exported.status).toBe(200);
+      } finally {
+        await plain.stop();
+      }
     });
   });
 

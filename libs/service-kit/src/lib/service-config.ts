@@ -66,9 +66,13 @@ export class ServiceConfig {
   @Max(65535)
   httpPort = 0;
 
+  /**
+   * Health, metrics and each service's internal HTTP routes (audit export included) are not
+   * authenticated: loopback unless a deployment opens them (containers set 0.0.0.0).
+   */
   @Expose({ name: 'HTTP_HOST' })
   @IsString()
-  httpHost = '0.0.0.0';
+  httpHost = '127.0.0.1';
 
   @Expose({ name: 'LOG_LEVEL' })
   @IsIn(['error', 'warn', 'log', 'info', 'debug', 'verbose'])
