@@ -3,7 +3,7 @@ import { IsInt, Min } from 'class-validator';
 import { ServiceConfig } from '@conclave/service-kit';
 
 export class SweeperConfig extends ServiceConfig {
-  /** RFC 8.3: the periodic full sweep, a safety net under the deadline timer. */
+  /** The longest the timer queue sleeps: a wall-clock jump is noticed within this time. */
   @Expose({ name: 'CONCLAVE_SWEEP_INTERVAL_MS' })
   @Type(() => Number)
   @IsInt()

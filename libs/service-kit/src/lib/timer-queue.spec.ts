@@ -1,0 +1,102 @@
+import fc from 'fast-check';
+import { TimerQueue, type TimerOutcome } from './timer-queue';
+
+const clock = { now: () => new Date() };
+const until = async (check: () => boolean, ms = 3_000) => {
+  const end = Date.now() + ms;
+  while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+};
+
+describe('TimerQueue', () => {
+  it('given items due at various times, when started, then each action runs once its time has come, earliest first', async () => {
+    const ran: string[] = [];
+    const q = new TimerQueue({ clock, run: async (k) => (ran.push(k), 'done') });
+    const t = Date.now();
+    q.schedule('c', t + 60);
+    q.schedule('a', t - 10);
+    q.schedule('b', t + 20);
+    q.start();
+    await until(() => ran.length === 3);
+    expect(ran).toEqual(['a', 'b', 'c']);
+    expect(q.size).toBe(0);
+    await q.stop();
+  });
+
+  it('given an action that fails, then the item stays and is retried with backoff until it succeeds', async () => {
+    let attempts = 0;
+    const retries: number[] = [];
+    const q = new TimerQueue({
+      clock,
+      backoffMs: 5,
+      run: async () => {
+        if (++attempts < 4) throw new Error('log unavailable');
+        return 'done';
+      },
+      onRetry: (_k, n) => retries.push(n),
+    });
+    q.schedule('p', Date.now());
+    q.start();
+    await until(() => q.size === 0);
+    expect(attempts).toBe(4);
+    expect(retries).toEqual([1, 2, 3]);
+    await q.stop();
+  });
+
+  it('given an item cancelled before its time, then its action never runs; given one moved, only the latest time counts', async () => {
+    const ran: string[] = [];
+    const q = new TimerQueue({ clock, run: async (k) => (ran.push(k), 'done') });
+    q.schedule('gone', Date.now() + 10);
+    q.schedule('moved', Date.now() + 10);
+    q.schedule('moved', Date.now() + 40);
+    q.cancel('gone');
+    q.start();
+    await until(() => ran.length === 1);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(ran).toEqual(['moved']);
+    await q.stop();
+  });
+
+  it('property: whatever fails and however items are rescheduled, every item not cancelled in the end runs to done', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ key: fc.integer({ min: 0, max: 9 }), delay: fc.integer({ min: 0, max: 15 }), failures: fc.integer({ min: 0, max: 2 }), cancel: fc.boolean() }), {
+          maxLength: 30,
+        }),
+        async (plan) => {
+          const failuresLeft = new Map<string, number>();
+          const done = new Map<string, number>();
+          const q = new TimerQueue({
+            clock,
+            backoffMs: 1,
+            run: async (k): Promise<TimerOutcome> => {
+              const left = failuresLeft.get(k) ?? 0;
+              if (left > 0) {
+                failuresLeft.set(k, left - 1);
+                return 'retry';
+              }
+              done.set(k, (done.get(k) ?? 0) + 1);
+              return 'done';
+            },
+          });
+          q.start();
+          const expected = new Set<string>();
+          for (const step of plan) {
+            const key = `k${step.key}`;
+            failuresLeft.set(key, step.failures);
+            q.schedule(key, Date.now() + step.delay);
+            expected.add(key);
+            if (step.cancel) {
+              q.cancel(key);
+              expected.delete(key);
+            }
+          }
+          await until(() => q.size === 0, 2_000);
+          await q.stop();
+          expect(q.size).toBe(0);
+          for (const k of expected) expect(done.get(k)).toBeGreaterThanOrEqual(1);
+        },
+      ),
+      { numRuns: 30 },
+    );
+  });
+});
