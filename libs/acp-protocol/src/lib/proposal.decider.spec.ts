@@ -147,6 +147,19 @@ describe('5 response semantics', () => {
     given([submit({ quorum: 1 }), endorse('a', HIGH), resolveByQuorum()]).when(endorse('b', HIGH)).thenThrows('PROPOSAL_NOT_PENDING');
   });
 
+  it('8.1 a response received at or after expires_at is refused before the sweeper records the expiry, and a late challenge cannot change the outcome', () => {
+    const inTime = [submit({ quorum: 3 }), endorse('a', HIGH)];
+    given(inTime).when(challenge('b', HIGH, { now: min(5) })).thenThrows('PROPOSAL_NOT_PENDING', 'expires_at');
+    given(inTime).when(challenge('b', HIGH, { now: at(5 * 60 + 30) })).thenThrows('PROPOSAL_NOT_PENDING', 'expires_at');
+    // The grace delays the sweeper only: it never reopens the proposal to responses.
+    expect(() => decide(challenge('b', HIGH, { now: at(5 * 60 + 1) }), foldProposal(history(inTime)), { ...DEFAULT_DECIDER_CONFIG, expiryGraceMs: 60_000 })).toThrow(
+      AcpError,
+    );
+    const [expired] = decide(expire(at(5 * 60 + 30)), foldProposal(history(inTime)));
+    expect(expired.type).toBe(PROPOSAL_EVENT_TYPES.ProposalResolved);
+    expect((expired.data as { resolution: { outcome: string } }).resolution.outcome).toBe('approved');
+  });
+
   it('5.3 / 4.1 PENDING-only: responses to escalated and expired proposals are refused', () => {
     given([submit(), escalate()]).when(endorse('b', HIGH)).thenThrows('PROPOSAL_NOT_PENDING');
     given([submit(), expire(min(5))]).when(endorse('b', HIGH)).thenThrows('PROPOSAL_NOT_PENDING');

@@ -220,6 +220,11 @@ export function decideRecordResponse(command: RecordResponse, state: ProposalSta
   if (isQuorumMet(p, config.quorumPolicies)) {
     throw new AcpError('PROPOSAL_NOT_PENDING', `proposal ${d.proposal_id} has already met its quorum; its resolution is pending and it takes no more responses`, 'proposal_id');
   }
+  // 8.1: past expires_at the proposal has expired, whether or not the sweeper has recorded it;
+  // the grace only delays the sweeper (clock skew), never extends the time to respond.
+  if (isExpired(p.proposal.expires_at, command.now)) {
+    throw new AcpError('PROPOSAL_NOT_PENDING', `proposal ${d.proposal_id} expired at ${p.proposal.expires_at}; it takes no more responses (8.1)`, 'expires_at');
+  }
   const timestamp = d.timestamp ?? command.now;
   if (!isUtcTimestamp(timestamp)) throw new AcpError('SCHEMA_VIOLATION', 'timestamp must be an ISO 8601 UTC timestamp', 'timestamp');
   // 6.1: the factors are clamped independently; the recorded response holds the clamped values
