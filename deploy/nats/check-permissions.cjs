@@ -11,8 +11,9 @@ const results = [];
 const expect = (name, ok, want) => { results.push({ name, ok, want, pass: ok === want }); };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function conn(user, pass) {
-  const nc = await connect({ servers: url, user, pass, name: user });
+// Each user subscribes only below its own inbox prefix, so its client must use that prefix.
+async function conn(user, pass, inboxPrefix = `_INBOX_${user}`) {
+  const nc = await connect({ servers: url, user, pass, name: user, inboxPrefix });
   nc.errors = [];
   (async () => { for await (const s of nc.status()) if (s.type === 'error') nc.errors.push(String(s.data)); })();
   return nc;
@@ -67,9 +68,15 @@ async function tryReq(nc, subject) {
   expect('agent: subscribe acp.v1.decisions.>', await trySub(agent, 'acp.v1.decisions.>'), false);
   expect('agent: subscribe conclave.evt.>', await trySub(agent, 'conclave.evt.>'), false);
   // council task: the controller (services) requests, the member replies via allow_responses
-  agent.subscribe('council.v1.tasks.m1', { callback: (_e, m) => m.respond(sc.encode('{"artifact":1}')) });
+  agent.subscribe('council.v1.tasks.agent', { callback: (_e, m) => m.respond(sc.encode('{"artifact":1}')) });
   await agent.flush();
-  expect('agent: reply to council.v1.tasks.m1 request', await tryReq(svc, 'council.v1.tasks.m1'), true);
+  expect('agent: reply to council.v1.tasks.agent request', await tryReq(svc, 'council.v1.tasks.agent'), true);
+  expect('agent: subscribe council.v1.tasks.m1 (another member\'s tasks)', await trySub(agent, 'council.v1.tasks.m1'), false);
+  expect('agent: subscribe _INBOX_agent.> (its own inbox)', await trySub(agent, '_INBOX_agent.>'), true);
+  expect('agent: subscribe _INBOX.> (everyone\'s replies)', await trySub(agent, '_INBOX.>'), false);
+  expect('agent: subscribe _INBOX_human.> (another user\'s inbox)', await trySub(agent, '_INBOX_human.>'), false);
+  expect('agent: subscribe _INBOX_conclave-services.>', await trySub(agent, '_INBOX_conclave-services.>'), false);
+  expect('services: subscribe _INBOX.>', await trySub(svc, '_INBOX.>'), false);
   // agent JS read on ACP_PROPOSALS, but not on the event log
   try { const ajs = agent.jetstream(); const c = await ajs.consumers.get('ACP_PROPOSALS'); await c.next({ expires: 1000 }); expect('agent: ordered consumer on ACP_PROPOSALS', true, true); } catch (e) { expect('agent: ordered consumer on ACP_PROPOSALS (' + e.message + ')', false, true); }
   try { const ajs = agent.jetstream(); const c = await ajs.consumers.get('CONCLAVE_EVENTS'); await c.next({ expires: 1000 }); expect('agent: consumer on CONCLAVE_EVENTS', true, false); } catch (e) { expect('agent: consumer on CONCLAVE_EVENTS', false, false); }
@@ -88,6 +95,7 @@ async function tryReq(nc, subject) {
   try { const c = await reader.jetstream().consumers.get('ACP_DECISIONS'); const m = await c.next({ expires: 2000 }); expect('reader: ordered consumer on ACP_DECISIONS', !!m, true); } catch (e) { expect('reader: ordered consumer on ACP_DECISIONS (' + e.message + ')', false, true); }
   try { const c = await reader.jetstream().consumers.get('CONCLAVE_EVENTS'); await c.next({ expires: 1000 }); expect('reader: consumer on CONCLAVE_EVENTS', true, false); } catch (e) { expect('reader: consumer on CONCLAVE_EVENTS', false, false); }
   expect('reader: subscribe acp.v1.decisions.>', await trySub(reader, 'acp.v1.decisions.>'), true);
+  expect('reader: subscribe _INBOX.>', await trySub(reader, '_INBOX.>'), false);
   expect('reader: request acp.v1.propose', await tryReq(reader, 'acp.v1.propose'), false);
   expect('reader: publish acp.v1.decisions.risk', await tryPub(reader, 'acp.v1.decisions.risk'), false);
   expect('reader: publish $JS.API.CONSUMER.DELETE.ACP_DECISIONS.downstream', await tryPub(reader, '$JS.API.CONSUMER.DELETE.ACP_DECISIONS.downstream'), false);
@@ -95,6 +103,8 @@ async function tryReq(nc, subject) {
   const human = await conn('human', pw('CONCLAVE_HUMAN_PASSWORD'));
   expect('human: request acp.v1.resolve', await tryReq(human, 'acp.v1.resolve'), true);
   expect('human: request acp.v1.propose', await tryReq(human, 'acp.v1.propose'), false);
+  expect('human: subscribe _INBOX.>', await trySub(human, '_INBOX.>'), false);
+  expect('human: subscribe _INBOX_agent.>', await trySub(human, '_INBOX_agent.>'), false);
   try { const c = await human.jetstream().consumers.get('ACP_ESCALATIONS'); const m = await c.next({ expires: 2000 }); expect('human: ordered consumer on ACP_ESCALATIONS', !!m, true); } catch (e) { expect('human: ordered consumer on ACP_ESCALATIONS (' + e.message + ')', false, true); }
 
   try { await connect({ servers: url, user: 'agent', pass: 'wrong' }); expect('wrong password rejected', false, true); } catch { expect('wrong password rejected', true, true); }
