@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import type { EventLog, StoredEvent, Subscription } from '@conclave/event-log';
+import type { StoredEvent } from '@conclave/event-log';
 import { ensureStream, isNotFound } from '@conclave/messaging';
 import { AuditEntry, chainEntry, GENESIS_HASH } from '@conclave/registry-protocol';
-import { EVENT_LOG, NATS_CONNECTION, Readiness, rejectionsStream, SERVICE_CONFIG, ServiceConfig, sha256Hex } from '@conclave/service-kit';
+import { NATS_CONNECTION, Reactor, Reactors, Readiness, rejectionsStream, SERVICE_CONFIG, ServiceConfig, sha256Hex } from '@conclave/service-kit';
 import { ConsumerMessages, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import { auditContentOf, rejectionEventOf } from './audit-entry';
 
@@ -40,8 +40,10 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly stream: string;
   private readonly subject: string;
   private readonly rejections: { stream: string; subject: string };
-  private subscription: Subscription | undefined;
+  private readonly reactor: Reactor<StoredEvent['event']>;
   private rejectionMessages: ConsumerMessages | undefined;
+  private rejectionsFollowed = false;
+  private stopping = false;
   private caughtUp = false;
   private js!: JetStreamClient;
   /** Appends one at a time, whichever source they come from. */
@@ -50,7 +52,7 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
   private lastRejectionSeq = 0;
 
   constructor(
-    @Inject(EVENT_LOG) private readonly log: EventLog,
+    reactors: Reactors,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     @Inject(SERVICE_CONFIG) private readonly config: ServiceConfig,
     readiness: Readiness,
@@ -59,6 +61,8 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     this.subject = `${config.eventSubjectPrefix}.audit.chain`;
     this.rejections = rejectionsStream(config);
     readiness.register('audit-chain', () => this.caughtUp);
+    readiness.register('audit-rejections-feed', () => this.rejectionsFollowed);
+    this.reactor = reactors.create({ name: 'audit', categories: '*', apply: (e) => this.enqueue(() => this.appendEvent(e)) });
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -68,18 +72,16 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     await ensureStream(jsm, { name: this.rejections.stream, subjects: [this.rejections.subject], replicas: this.config.logReplicas });
     await this.loadEntries(jsm);
     const from = this.lastLogPosition ?? 'start';
-    const sub = this.log.subscribe('*', from, (e) => this.enqueue(() => this.appendEvent(e)));
-    this.subscription = sub;
-    sub.closed.catch((err: Error) => this.logger.error(`audit subscription stopped: ${err.message}`));
     await this.followRejections();
-    await sub.caughtUp;
+    await this.reactor.start(from);
     this.caughtUp = true;
     this.logger.log(`audit chain at seq ${this.head.seq}, log resumed after ${from}, rejections after ${this.lastRejectionSeq}`);
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.caughtUp = false;
-    await this.subscription?.stop();
+    this.stopping = true;
+    await this.reactor.stop();
     await this.rejectionMessages?.close();
     await this.queue.catch(() => undefined);
   }
@@ -137,16 +139,30 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     this.lastRejectionSeq = seq;
   }
 
+  /**
+   * Appends one entry, retrying through a NATS outage until the chain stream has it: an entry is
+   * never skipped. The message id and expected sequence make a retry of a stored entry harmless.
+   */
   private async write(stored: StoredEvent): Promise<void> {
     const entry = chainEntry(this.last, auditContentOf(stored, this.payloadHashes), sha256Hex);
-    await this.js.publish(this.subject, encoder.encode(JSON.stringify(entry)), {
-      msgID: `audit-${entry.seq}`,
-      expect: { lastSequence: entry.seq - 1 },
-    });
+    const data = encoder.encode(JSON.stringify(entry));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.js.publish(this.subject, data, { msgID: `audit-${entry.seq}`, expect: { lastSequence: entry.seq - 1 } });
+        break;
+      } catch (err) {
+        if (this.stopping) throw err;
+        if (attempt === 1 || attempt % 20 === 0) this.logger.warn(`audit entry ${entry.seq} not stored yet (attempt ${attempt}): ${(err as Error).message}`);
+        await new Promise((r) => setTimeout(r, Math.min(2_000, 50 * 2 ** Math.min(attempt, 6))));
+      }
+    }
     this.entries.push(entry);
   }
 
-  /** An ordered consumer on the rejections stream from just after the last one in the chain. */
+  /**
+   * An ordered consumer on the rejections stream from just after the last one in the chain; when
+   * it ends (a NATS restart, a deleted consumer) it is made again from the same place.
+   */
   private async followRejections(): Promise<void> {
     const consumer = await this.js.consumers.get(this.rejections.stream, {
       deliver_policy: DeliverPolicy.StartSequence,
@@ -154,9 +170,29 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     });
     const messages = await consumer.consume();
     this.rejectionMessages = messages;
+    this.rejectionsFollowed = true;
     void (async () => {
       for await (const m of messages) await this.enqueue(() => this.appendRejection(m.seq, m.data));
-    })().catch((err: Error) => this.logger.error(`rejections feed stopped: ${err.message}`));
+    })()
+      .catch((err: Error) => this.logger.warn(`rejections feed interrupted: ${err.message}`))
+      .finally(() => {
+        this.rejectionsFollowed = false;
+        if (!this.stopping) void this.refollowRejections();
+      });
+  }
+
+  private async refollowRejections(): Promise<void> {
+    for (let delay = 250; !this.stopping; delay = Math.min(5_000, delay * 2)) {
+      await new Promise((r) => setTimeout(r, delay));
+      try {
+        await this.queue;
+        await this.followRejections();
+        this.logger.log(`rejections feed resumed after ${this.lastRejectionSeq}`);
+        return;
+      } catch (err) {
+        this.logger.warn(`rejections feed not resumed yet: ${(err as Error).message}`);
+      }
+    }
   }
 
   private async loadEntries(jsm: JetStreamManager): Promise<void> {

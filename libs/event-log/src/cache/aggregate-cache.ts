@@ -74,6 +74,7 @@ export class AggregateCache<S, E extends LogEvent = LogEvent> {
   private readonly maxEntries: number;
   private readonly matches: (category: string) => boolean;
   private subscription: Subscription | undefined;
+  private stopped = false;
   readonly stats: AggregateCacheStats = { hits: 0, misses: 0, gaps: 0, entries: 0 };
 
   constructor(
@@ -85,19 +86,42 @@ export class AggregateCache<S, E extends LogEvent = LogEvent> {
     this.matches = categoryMatcher(options.categories);
   }
 
-  /** Follows the log from its current head. Without it the cache still works, with more full reads. */
+  /**
+   * Follows the log from its current head; resolves once caught up. When the feed dies (a log
+   * outage) every entry is forgotten, loads go to the log, and the feed is started again from
+   * the head after a pause, until `stop()`.
+   */
   async start(): Promise<void> {
     if (this.subscription) return;
+    this.stopped = false;
     const head = await this.log.head();
     const sub = this.log.subscribe(this.options.categories, head, (e) => this.feed(e));
     this.subscription = sub;
-    // A dead feed would leave entries behind the log: writers would then pay a conflict and a
-    // reread each. Forget everything and serve from the log until the owner restarts the feed.
-    sub.closed.catch(() => {
-      if (this.subscription === sub) this.subscription = undefined;
-      this.clear();
-    });
+    sub.closed.then(
+      () => {
+        if (this.subscription === sub && !this.stopped) this.restart();
+      },
+      () => {
+        if (this.subscription === sub) this.restart();
+      },
+    );
     await sub.caughtUp;
+  }
+
+  private restart(): void {
+    this.subscription = undefined;
+    this.clear();
+    if (this.stopped) return;
+    const retry = (delay: number): void => {
+      setTimeout(() => {
+        if (this.stopped || this.subscription) return;
+        this.start().catch(() => {
+          this.subscription = undefined;
+          retry(Math.min(5_000, delay * 2));
+        });
+      }, delay).unref();
+    };
+    retry(250);
   }
 
   /** Whether the feed is live: the owner restarts it (start again) when it is not. */
@@ -106,6 +130,7 @@ export class AggregateCache<S, E extends LogEvent = LogEvent> {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     const s = this.subscription;
     this.subscription = undefined;
     await s?.stop();
