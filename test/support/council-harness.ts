@@ -47,6 +47,9 @@ export class CouncilHarness {
   async stop(): Promise<void> {
     await this.stopMembers();
     await this.decisions?.close();
+    for (const i of [...this.h.instances].reverse()) await this.h.kill(i).catch(() => undefined);
+    const jsm = await this.h.nc.jetstreamManager();
+    await jsm.streams.delete(`KV_${this.h.env['CONCLAVE_EVENT_STREAM']}_COUNCIL_LEASES`).catch(() => undefined);
     await this.h.stop();
   }
 }

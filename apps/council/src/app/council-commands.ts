@@ -61,7 +61,7 @@ export class CouncilCommands {
     try {
       const result = await this.repo.append(run_id, events, 'no_stream');
       const loaded = result.duplicate ? await this.repo.load(run_id) : { state: foldRun(events), version: result.version };
-      this.driver.adopt(run_id, loaded);
+      await this.driver.adopt(run_id, loaded);
     } catch (err) {
       if (err instanceof ConcurrencyError) throw new CouncilError('RUN_ALREADY_STARTED', `run ${run_id} already started`, 'run_id');
       throw err;

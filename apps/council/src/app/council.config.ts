@@ -28,5 +28,15 @@ export class CouncilConfig extends ServiceConfig {
   @Min(10)
   retryMs = 500;
 
+  /**
+   * How long a replica's lease on a run lasts without renewal (renewed every third of it): one
+   * replica drives a run; when it dies, another takes the run over after at most this long.
+   */
+  @Expose({ name: 'CONCLAVE_COUNCIL_LEASE_MS' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(300)
+  leaseMs = 10_000;
+
   override httpPort = 8085;
 }

@@ -6,6 +6,7 @@ import { CouncilController } from './council.controller';
 import { DecisionOutbox } from './decision-outbox';
 import { RunDriver } from './run-driver';
 import { RunIndex } from './run-index';
+import { RunLeases } from './run-lease';
 import { RunRepository } from './run-repository';
 
 @Module({})
@@ -15,7 +16,7 @@ export class CouncilModule {
       module: CouncilModule,
       imports: [ServiceKitModule.forRoot('council', config)],
       controllers: [CouncilController],
-      providers: [CommandContext, RunRepository, RunDriver, DecisionOutbox, RunIndex, CouncilCommands],
+      providers: [CommandContext, RunRepository, RunLeases, RunDriver, DecisionOutbox, RunIndex, CouncilCommands],
     };
   }
 }

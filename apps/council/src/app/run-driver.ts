@@ -23,6 +23,7 @@ import { ConcurrencyError, StreamVersion } from '@conclave/event-log';
 import { CLOCK, Clock, NATS_CONNECTION, SERVICE_CONFIG } from '@conclave/service-kit';
 import { createInbox, ErrorCode, Msg, NatsConnection, NatsError } from 'nats';
 import { CouncilConfig } from './council.config';
+import { HeldLease, RunLeases } from './run-lease';
 import { LoadedRun, RunRepository } from './run-repository';
 
 const encoder = new TextEncoder();
@@ -310,13 +311,18 @@ function replyCommand(request: CouncilTaskRequest, memberId: string, msg: Msg, n
 
 /**
  * The runs this process drives. A run is adopted when it starts here, when a command reaches a
- * running run nobody here drives, or at boot for every run the index finds unterminated.
- * One council replica drives a given run at a time (see README: replicas and leases).
+ * running run nobody drives, at boot for every run the index finds unterminated, and when the
+ * replica that drove it stops renewing its lease. One replica drives a run at a time: adopting
+ * takes the run's lease (RunLeases), a loop renews it every third of the lease time, and a loop
+ * whose lease was taken over stops.
  */
 @Injectable()
 export class RunDriver implements BeforeApplicationShutdown {
   private readonly logger = new Logger('CouncilController');
   private readonly loops = new Map<string, RunLoop>();
+  private readonly held = new Map<string, { lease: HeldLease; renewedAt: number }>();
+  private readonly adopting = new Set<string>();
+  private renewTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   private readonly deps: LoopDeps;
 
@@ -325,26 +331,54 @@ export class RunDriver implements BeforeApplicationShutdown {
     @Inject(NATS_CONNECTION) nc: NatsConnection,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(SERVICE_CONFIG) config: CouncilConfig,
+    private readonly leases: RunLeases,
   ) {
-    this.deps = { repo, nc, clock, config, logger: this.logger, onTerminated: (id) => this.loops.delete(id) };
+    this.deps = { repo, nc, clock, config, logger: this.logger, onTerminated: (id) => void this.drop(id) };
   }
 
   get activeRuns(): number {
     return this.loops.size;
   }
 
-  /** Starts driving a run already in the log (`resend`: the tasks it had issued go out again, same task ids). */
-  adopt(runId: string, loaded: LoadedRun, resend = false): void {
-    if (this.stopping || this.loops.has(runId) || loaded.state.status !== 'running') return;
-    const loop = new RunLoop(runId, loaded.state, loaded.version, this.deps);
-    this.loops.set(runId, loop);
-    loop.kick(resend);
+  /** Does this replica drive the run? */
+  drives(runId: string): boolean {
+    return this.loops.has(runId);
   }
 
-  /** After a restart: fold the run from the log and continue it. Answered tasks are never re-issued. */
+  /**
+   * Starts driving a run already in the log, if its lease is free (`resend`: the tasks it had
+   * issued go out again, same task ids). After taking over an expired lease the run is read
+   * again, so a state loaded before the previous holder's last append is never driven.
+   */
+  async adopt(runId: string, loaded: LoadedRun, resend = false): Promise<boolean> {
+    if (this.stopping || loaded.state.status !== 'running') return false;
+    if (this.loops.has(runId) || this.adopting.has(runId)) return true;
+    this.adopting.add(runId);
+    try {
+      const lease = await this.leases.acquire(runId);
+      if (!lease) return false;
+      const fresh = lease.tookOver ? await this.repo.load(runId) : loaded;
+      if (this.stopping || fresh.state.status !== 'running') {
+        await this.leases.release(lease);
+        return false;
+      }
+      const loop = new RunLoop(runId, fresh.state, fresh.version, this.deps);
+      this.loops.set(runId, loop);
+      this.held.set(runId, { lease, renewedAt: this.clock.now().getTime() });
+      this.scheduleRenewals();
+      loop.kick(resend);
+      return true;
+    } finally {
+      this.adopting.delete(runId);
+    }
+  }
+
+  /** After a restart or a takeover: fold the run from the log and continue it. Answered tasks are never re-issued. */
   async resume(runId: string): Promise<void> {
-    if (this.loops.has(runId)) return;
-    this.adopt(runId, await this.repo.load(runId), true);
+    if (this.loops.has(runId) || this.adopting.has(runId)) return;
+    const holder = await this.leases.holderOf(runId);
+    if (holder && holder.holder !== this.leases.holder && Date.parse(holder.expires_at) > this.clock.now().getTime()) return;
+    await this.adopt(runId, await this.repo.load(runId), true);
   }
 
   /** The live state of a run driven here, or undefined. */
@@ -360,8 +394,8 @@ export class RunDriver implements BeforeApplicationShutdown {
 
   /**
    * Decides a command on a run: in the run's own loop when driven here, else read, decide and
-   * append with the expected version (retried on a conflict), adopting the run if it still runs.
-   * Throws the CouncilError of a refused command.
+   * append with the expected version (retried on a conflict), adopting the run if it still runs
+   * and nobody holds its lease. Throws the CouncilError of a refused command.
    */
   async execute(runId: string, build: CommandBuilder): Promise<CouncilRunState> {
     const loop = this.loops.get(runId);
@@ -373,7 +407,7 @@ export class RunDriver implements BeforeApplicationShutdown {
       try {
         const result = await this.repo.append(runId, events, loaded.version);
         const after = result.duplicate ? await this.repo.load(runId) : { state: foldRun(events, loaded.state), version: result.version };
-        this.adopt(runId, after);
+        await this.adopt(runId, after);
         return after.state;
       } catch (err) {
         if (!(err instanceof ConcurrencyError) || attempt >= MAX_CONFLICTS) throw err;
@@ -383,7 +417,50 @@ export class RunDriver implements BeforeApplicationShutdown {
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
+    clearInterval(this.renewTimer);
     await Promise.all([...this.loops.values()].map((l) => l.stop()));
     this.loops.clear();
+    // Released at once, so another replica takes the runs over without waiting for expiry.
+    await Promise.all([...this.held.values()].map((h) => this.leases.release(h.lease).catch(() => undefined)));
+    this.held.clear();
+  }
+
+  /** The run ended (or its lease was lost): stop driving and give the lease up. */
+  private async drop(runId: string, release = true): Promise<void> {
+    const loop = this.loops.get(runId);
+    this.loops.delete(runId);
+    const held = this.held.get(runId);
+    this.held.delete(runId);
+    if (!release && loop) await loop.stop();
+    if (release && held) await this.leases.release(held.lease).catch((err: Error) => this.logger.warn(`lease of run ${runId} not released: ${err.message}`));
+  }
+
+  private scheduleRenewals(): void {
+    if (this.renewTimer || this.stopping) return;
+    this.renewTimer = setInterval(() => void this.renewAll(), Math.max(Math.floor(this.leases.leaseMs / 3), 50));
+    this.renewTimer.unref?.();
+  }
+
+  private async renewAll(): Promise<void> {
+    for (const [runId, h] of [...this.held]) {
+      if (this.stopping) return;
+      try {
+        if (await this.leases.renew(h.lease)) {
+          h.renewedAt = this.clock.now().getTime();
+          continue;
+        }
+        this.logger.warn(`run ${runId}: lease taken over by another replica; no longer driving it`);
+        await this.drop(runId, false);
+      } catch (err) {
+        // Unreachable KV: keep driving only while the lease cannot have expired for others.
+        if (this.clock.now().getTime() - h.renewedAt < this.leases.leaseMs) continue;
+        this.logger.warn(`run ${runId}: lease not renewed for ${this.leases.leaseMs} ms (${(err as Error).message}); no longer driving it`);
+        await this.drop(runId, false);
+      }
+    }
+    if (this.held.size === 0) {
+      clearInterval(this.renewTimer);
+      this.renewTimer = undefined;
+    }
   }
 }

@@ -4,6 +4,7 @@ import type { EventLog, StoredEvent, Subscription } from '@conclave/event-log';
 import { EVENT_LOG, Readiness } from '@conclave/service-kit';
 import { DecisionOutbox } from './decision-outbox';
 import { RunDriver } from './run-driver';
+import { RunLeases } from './run-lease';
 
 /** The category of run streams: `council-run-<id>` is in category `council-run`. */
 export const COUNCIL_RUN_CATEGORY = COUNCIL_RUN_STREAM_PREFIX.slice(0, -1);
@@ -19,11 +20,13 @@ export class RunIndex implements OnApplicationBootstrap, BeforeApplicationShutdo
   private readonly running = new Set<string>();
   private subscription: Subscription | undefined;
   private ready = false;
+  private sweep: NodeJS.Timeout | undefined;
 
   constructor(
     @Inject(EVENT_LOG) private readonly log: EventLog,
     private readonly driver: RunDriver,
     private readonly outbox: DecisionOutbox,
+    private readonly leases: RunLeases,
     readiness: Readiness,
   ) {
     readiness.register('council-runs', () => this.ready);
@@ -42,11 +45,23 @@ export class RunIndex implements OnApplicationBootstrap, BeforeApplicationShutdo
     for (const runId of this.running) await this.driver.resume(runId);
     if (this.running.size > 0) this.logger.log(`resumed ${this.running.size} unterminated run(s) from the log`);
     this.ready = true;
+    // A run whose driving replica died is taken over once its lease expires.
+    this.sweep = setInterval(() => void this.takeOver(), Math.max(Math.floor(this.leases.leaseMs / 2), 100));
+    this.sweep.unref?.();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    clearInterval(this.sweep);
     this.ready = false;
     await this.subscription?.stop();
+  }
+
+  private async takeOver(): Promise<void> {
+    for (const runId of [...this.running]) {
+      if (!this.ready) return;
+      if (this.driver.drives(runId)) continue;
+      await this.driver.resume(runId).catch((err: Error) => this.logger.warn(`run ${runId}: takeover failed: ${err.message}`));
+    }
   }
 
   private async apply(stored: StoredEvent<CouncilEvent>): Promise<void> {
