@@ -3,7 +3,7 @@ import { COUNCIL_COMMAND_TYPES as C, COUNCIL_EVENT_TYPES as E } from './contract
 import { CouncilTaskRequest } from './controller';
 import { decide } from './decide';
 import { CouncilEvent, RoundClosed } from './events';
-import { buildRunRecord } from './run-record';
+import { buildRunRecord, runReaderRole, runRecordFor } from './run-record';
 import { foldRun, StartedRun } from './state';
 import {
   Behaviour, Driven, decisionFor, defaultBehaviour, drive, goalContract, highIssue, panel, reviewsFor, startCommand,
@@ -237,5 +237,39 @@ describe('spec 17.1 budgets count every spend, and tasks say what is left', () =
     expect(review.budget_remaining).toEqual({ rounds: 3, time_ms: 15 * 60_000, cost: 70, tokens: 700 });
     const proposal = d.requests.find((r) => r.stage === 'proposal') as CouncilTaskRequest;
     expect(proposal.budget_remaining).toEqual({ rounds: 3, time_ms: 15 * 60_000, cost: 100, tokens: 1000 });
+  });
+});
+
+describe('spec 7.1 and 11.2 who may do what to a run', () => {
+  const midRun = () => drive(startCommand({ policy: { observers: ['auditor-1'] } }), defaultBehaviour(), { stopWhen: (x) => x.requests.some((r) => r.stage === 'review') });
+
+  it('given a GoalContract owned by human-owner, when someone else starts the run, then NOT_AUTHORIZED_ROLE', () => {
+    expect(() => decide({ ...startCommand(), actor: 'member-chair-01' } as never, { status: 'empty' })).toThrow(expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'goal_contract.decision_owner' }));
+  });
+
+  it('given a running run, when a member interrupts it or records an outcome, then NOT_AUTHORIZED_ROLE; the owner may', () => {
+    const d = midRun();
+    expect(() => decide({ type: C.InterruptRun, reason: 'stop', actor: 'member-chair-01', now: d.now }, d.state)).toThrow(expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'actor' }));
+    const outcome = { outcome_id: 'o-1', observed_at: d.now, summary: 'x', source: 'y' };
+    expect(() => decide({ type: C.RecordOutcome, outcome, actor: 'member-skeptic-01', now: d.now }, d.state)).toThrow(expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'actor' }));
+    expect(decide({ type: C.RecordOutcome, outcome, actor: 'human-owner', now: d.now }, d.state)).toHaveLength(1);
+  });
+
+  it('given a running run, when a panel member reads it, then NOT_AUTHORIZED_ROLE; the owner and an observer read it without the mapping', () => {
+    const st = run(midRun());
+    expect(runReaderRole(st, 'member-skeptic-01')).toBe('member');
+    expect(runReaderRole(st, 'stranger')).toBeNull();
+    expect(() => runRecordFor(st, 'member')).toThrow(expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE' }));
+    for (const reader of ['owner', 'observer'] as const) {
+      const rec = runRecordFor(st, reader);
+      expect(rec.anonymization).toEqual({ restricted: true, withheld: true, mapping: [] });
+      expect(rec.lineage.every((l) => !('label' in l))).toBe(true);
+    }
+  });
+
+  it('given an ended run, then only the owner\'s copy carries the mapping', () => {
+    const done = run(drive(startCommand({ policy: { observers: ['auditor-1'] } }), defaultBehaviour()));
+    expect(runRecordFor(done, 'owner').anonymization.mapping).toHaveLength(3);
+    for (const reader of ['chair', 'member', 'observer'] as const) expect(runRecordFor(done, reader).anonymization.mapping).toEqual([]);
   });
 });

@@ -142,6 +142,10 @@ export function decideStartRun(command: StartRun, state: CouncilRunState): Counc
   const goal_contract = parseGoalContract(command.goal_contract, 'goal_contract');
   const panel = parsePanel(command.panel, 'panel');
   const policy = parseCouncilPolicy(command.policy, 'policy');
+  // The run is the decision owner's: nobody starts a council in someone else's name.
+  if (command.actor !== goal_contract.decision_owner) {
+    throw new CouncilError('NOT_AUTHORIZED_ROLE', `only the decision owner (${goal_contract.decision_owner}) starts a run on this GoalContract`, 'goal_contract.decision_owner');
+  }
   // Controller is not Chair (7.1): the controller is never a panel member.
   if (panel.some((m) => m.member_id === policy.controller_id)) {
     throw new CouncilError('NOT_AUTHORIZED_ROLE', 'the controller must not be a panel member', 'policy.controller_id');
@@ -439,6 +443,8 @@ export function decideInterruptRun(command: InterruptRun, state: CouncilRunState
   const run = requireRunning(state);
   if (typeof command.reason !== 'string' || command.reason.trim() === '') fail('reason', 'an interrupt states its reason');
   if (typeof command.actor !== 'string' || command.actor.trim() === '') fail('actor', 'an interrupt names who interrupted');
+  // The human-interrupt boundary (17.1) is the owner's, not a member's or a bystander's.
+  if (command.actor !== run.goal_contract.decision_owner) throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the decision owner interrupts the run', 'actor');
   return [
     envelope(run.run_id, E.RunTerminated, command.event_id ?? `${run.run_id}:terminated`, command.now, command.actor, run.last_event_id, {
       terminal_state: 'budget-exhausted-best-checkpoint' as const,
@@ -454,6 +460,7 @@ export function decideInterruptRun(command: InterruptRun, state: CouncilRunState
 export function decideRecordOutcome(command: RecordOutcome, state: CouncilRunState): CouncilEvent[] {
   if (state.status === 'empty') throw new CouncilError('RUN_NOT_FOUND', 'no such run');
   const run: StartedRun = state;
+  if (command.actor !== run.goal_contract.decision_owner) throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the decision owner records outcomes of its decision', 'actor');
   const o = record(command.outcome, 'outcome');
   const outcome = {
     outcome_id: str(o, 'outcome_id', 'outcome'),

@@ -30,6 +30,8 @@ export interface CouncilPolicy {
   chair_order: string[];
   /** The common rubric reviewers see (11.1). */
   rubric: string[];
+  /** Participants (not on the panel) who may read the RunRecord, never the anonymisation mapping. */
+  observers: string[];
 }
 
 export const DEFAULT_RUBRIC = ['evidence', 'correctness', 'executability', 'risk_coverage'];
@@ -47,6 +49,7 @@ export const DEFAULT_POLICY: CouncilPolicy = {
   controller_id: 'council-controller',
   chair_order: [],
   rubric: DEFAULT_RUBRIC,
+  observers: [],
 };
 
 const STAGE_KEYS = ['proposal', 'review', 'conflict-map', 'frame-check', 'frame-decision', 'revision', 'synthesis'];
@@ -54,7 +57,7 @@ const STAGE_KEYS = ['proposal', 'review', 'conflict-map', 'frame-check', 'frame-
 /** Validate a policy, filling defaults. Unknown input in, CouncilPolicy or a typed error out. */
 export function parseCouncilPolicy(input: unknown, path = 'policy'): CouncilPolicy {
   const o = input === undefined || input === null ? {} : record(input, path);
-  const p: CouncilPolicy = { ...DEFAULT_POLICY, stage_timeouts_ms: {}, rubric: [...DEFAULT_RUBRIC] };
+  const p: CouncilPolicy = { ...DEFAULT_POLICY, stage_timeouts_ms: {}, rubric: [...DEFAULT_RUBRIC], observers: [] };
   if (o['level'] !== undefined) {
     if (typeof o['level'] !== 'string' || !(COUNCIL_LEVELS as readonly string[]).includes(o['level'])) {
       fail(join(path, 'level'), `must be one of ${COUNCIL_LEVELS.join(' | ')}`);
@@ -82,6 +85,7 @@ export function parseCouncilPolicy(input: unknown, path = 'policy'): CouncilPoli
   }
   if (o['chair_order'] !== undefined) p.chair_order = strings(o, 'chair_order', path);
   if (o['rubric'] !== undefined) p.rubric = strings(o, 'rubric', path, { nonEmpty: true });
+  if (o['observers'] !== undefined) p.observers = strings(o, 'observers', path);
   return p;
 }
 

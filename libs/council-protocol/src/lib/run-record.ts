@@ -11,6 +11,7 @@ import { MemberDescriptor } from './member-descriptor';
 import { ReviewArtifact } from './review-artifact';
 import { CouncilPolicy } from './policy';
 import { ControllerDecisionNote, GoalContractRevision, MemberFailureRecord, RefusalRecord, RevisionRequestRecord, RoundRecord, StartedRun } from './state';
+import { CouncilError } from './errors';
 import { clone, instantMs } from './validation';
 
 export interface RunRecordTask {
@@ -53,7 +54,8 @@ export interface RunRecord {
     frame_checks: FrameCheck[];
   };
   lineage: { lineage_id: string; author_member_id: string; label?: string; versions: string[] }[];
-  anonymization: { restricted: boolean; mapping: AnonymizationEntry[] };
+  /** `withheld`: this copy omits the mapping (read by someone other than the owner, or mid-run). */
+  anonymization: { restricted: boolean; withheld?: boolean; mapping: AnonymizationEntry[] };
   tasks: RunRecordTask[];
   budgets: { budget: GoalContractBudget; usage: { rounds: number; elapsed_ms: number | null; cost: number; tokens: number } };
   timing: { started_at: string; ended_at: string | null };
@@ -72,7 +74,36 @@ export interface RunRecord {
   outcomes: { outcome_id: string; observed_at: string; summary: string; source: string; evidence_refs: string[] }[];
 }
 
-/** Project a run into its RunRecord (what `council.v1.get` returns). */
+/** Who reads a run: its decision owner, its chair, a panel member, or an observer the policy names. */
+export type RunReader = 'owner' | 'chair' | 'member' | 'observer';
+
+export function runReaderRole(run: StartedRun, participantId: string): RunReader | null {
+  if (participantId === run.goal_contract.decision_owner) return 'owner';
+  if (run.chair_order.includes(participantId)) return 'chair';
+  if (run.panel.some((m) => m.member_id === participantId)) return 'member';
+  if (run.policy.observers.includes(participantId)) return 'observer';
+  return null;
+}
+
+/**
+ * The RunRecord as `reader` may see it. The anonymisation mapping (and the labels on lineages,
+ * which are the same link) is only in the owner's copy once the run has ended (11.2); panel
+ * members read nothing while the run runs, since the audit surface would defeat blind review.
+ */
+export function runRecordFor(run: StartedRun, reader: RunReader): RunRecord {
+  if (run.status === 'running' && (reader === 'chair' || reader === 'member')) {
+    throw new CouncilError('NOT_AUTHORIZED_ROLE', 'panel members read the RunRecord once the run has ended (blind review)', 'run_id');
+  }
+  const rec = buildRunRecord(run);
+  if (reader === 'owner' && run.status === 'terminated') return rec;
+  return {
+    ...rec,
+    anonymization: { restricted: true, withheld: true, mapping: [] },
+    lineage: rec.lineage.map((l) => ({ lineage_id: l.lineage_id, author_member_id: l.author_member_id, versions: l.versions })),
+  };
+}
+
+/** Project a run into its full RunRecord (the audit surface, mapping included). */
 export function buildRunRecord(run: StartedRun): RunRecord {
   const groups: Record<string, string[]> = {};
   for (const m of run.panel) (groups[m.independence_group] ??= []).push(m.member_id);
