@@ -33,3 +33,6 @@ export type { FatalHandler } from './lib/reactor';
 export type { ReactorDefinition } from './lib/reactor';
 export { TimerQueue } from './lib/timer-queue';
 export type { TimerOutcome, TimerQueueOptions } from './lib/timer-queue';
+export { encodeSnapshot, MemorySnapshots, ObjectStoreSnapshots } from './lib/snapshot-store';
+export type { Snapshot, SnapshotStore } from './lib/snapshot-store';
+export type { SnapshotPolicy } from './lib/reactor';

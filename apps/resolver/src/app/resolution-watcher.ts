@@ -67,6 +67,15 @@ export class ResolutionWatcher implements OnApplicationBootstrap, OnApplicationS
       categories: [PROPOSAL_STREAM_CATEGORY],
       apply: (e) => this.apply(e),
       caughtUp: () => this.caughtUp(),
+      snapshot: {
+        schema: 1,
+        take: () => ({ open: this.open, parentsOf: this.parentsOf }),
+        restore: (saved) => {
+          const s = saved as { open: Map<string, Followed>; parentsOf: Map<string, string[]> };
+          for (const [id, f] of s.open) this.open.set(id, f);
+          for (const [id, p] of s.parentsOf) this.parentsOf.set(id, p);
+        },
+      },
     });
   }
 

@@ -51,6 +51,13 @@ export class ExpirySweeper implements OnApplicationBootstrap, OnApplicationShutd
       categories: [PROPOSAL_STREAM_CATEGORY],
       apply: (e) => this.apply(e),
       caughtUp: () => this.timers.start(),
+      snapshot: {
+        schema: 1,
+        take: () => this.timers.entries(),
+        restore: (entries) => {
+          for (const [id, at] of entries as [string, number][]) this.timers.schedule(id, at);
+        },
+      },
     });
   }
 

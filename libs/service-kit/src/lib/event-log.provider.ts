@@ -1,7 +1,8 @@
 import { Provider } from '@nestjs/common';
 import { EventLog, EventStoreDbEventLog, JetStreamEventLog, KvCheckpointStore, LogEvent } from '@conclave/event-log';
 import { NatsConnection } from 'nats';
-import { CHECKPOINTS, EVENT_LOG, NATS_CONNECTION, SERVICE_CONFIG } from './tokens';
+import { CHECKPOINTS, EVENT_LOG, NATS_CONNECTION, SERVICE_CONFIG, SNAPSHOTS } from './tokens';
+import { ObjectStoreSnapshots } from './snapshot-store';
 import { ServiceConfig } from './service-config';
 
 
@@ -30,5 +31,11 @@ export const eventLogProviders: Provider[] = [
     inject: [SERVICE_CONFIG, NATS_CONNECTION],
     useFactory: (config: ServiceConfig, nc: NatsConnection) =>
       KvCheckpointStore.create({ connection: nc, bucket: `${config.eventStream}_CHECKPOINTS`, replicas: config.logReplicas }),
+  },
+  {
+    // Reactors' snapshots: in a JetStream object store whichever log is used.
+    provide: SNAPSHOTS,
+    inject: [SERVICE_CONFIG, NATS_CONNECTION],
+    useFactory: (config: ServiceConfig, nc: NatsConnection) => ObjectStoreSnapshots.create(nc, `${config.eventStream}_SNAPSHOTS`, config.logReplicas),
   },
 ];

@@ -10,7 +10,8 @@ import {
 } from '@conclave/event-log';
 import { Readiness } from './readiness';
 import { ServiceConfig } from './service-config';
-import { EVENT_LOG, FATAL, SERVICE_CONFIG } from './tokens';
+import { EVENT_LOG, FATAL, SERVICE_CONFIG, SERVICE_NAME, SNAPSHOTS } from './tokens';
+import { encodeSnapshot, type SnapshotStore } from './snapshot-store';
 
 /** What a service does when a part of it can no longer work: exit, so it is restarted. */
 export type FatalHandler = (part: string, err: unknown) => void;
@@ -35,6 +36,27 @@ export interface ReactorDefinition<E extends LogEvent> {
   apply(event: StoredEvent<E>): void | Promise<void>;
   /** After every catch-up (at start and after a resumed subscription): act on what is due. */
   caughtUp?(): void | Promise<void>;
+  /**
+   * The reactor's state, saved with its position so that a restart resumes from there instead
+   * of the start of the log. `take` returns the state as it is after the last applied event (it
+   * is serialized at once); `restore` puts a saved one back before anything is applied.
+   */
+  readonly snapshot?: {
+    /** Bump when the state's shape changes: older snapshots are then ignored. */
+    readonly schema: number;
+    take(): unknown;
+    restore(state: unknown): void;
+  };
+}
+
+export interface SnapshotPolicy {
+  readonly store: SnapshotStore;
+  /** Name under which this reactor's snapshot is kept (shared by replicas). */
+  readonly name: string;
+  /** Save after this many events... */
+  readonly everyEvents: number;
+  /** ...or this long after the first unsaved one. */
+  readonly everyMs: number;
 }
 
 const FIRST_RETRY_MS = 250;
@@ -55,6 +77,11 @@ export class Reactor<E extends LogEvent> {
   private failed = false;
   /** Events handled since start: for tests and metrics. */
   handled = 0;
+  /** Where the last start resumed: a snapshot's position, or the given one. */
+  resumedFrom: StartFrom = 'start';
+  private unsaved = 0;
+  private firstUnsavedAt = 0;
+  private saving: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly log: EventLog<E>,
@@ -62,6 +89,7 @@ export class Reactor<E extends LogEvent> {
     private readonly fatal: FatalHandler,
     private readonly giveUpMs: number,
     readiness?: Readiness,
+    private readonly snapshots?: SnapshotPolicy,
   ) {
     this.logger = new Logger(`Reactor:${definition.name}`);
     readiness?.register(`reactor:${definition.name}`, () => this.following && !this.failed);
@@ -76,11 +104,28 @@ export class Reactor<E extends LogEvent> {
     return this.following;
   }
 
-  /** Subscribes after `from` and resolves once caught up (or rejects if that first attempt fails). */
+  /**
+   * Restores the latest snapshot (when the reactor keeps one and it is further along than
+   * `from`), subscribes after that position and resolves once caught up (or rejects if that
+   * first attempt fails).
+   */
   async start(from: StartFrom = 'start'): Promise<void> {
     this.position = from;
     this.stopping = false;
+    const snap = this.definition.snapshot;
+    if (snap && this.snapshots) {
+      const saved = await this.snapshots.store.load(this.snapshots.name).catch((err: Error) => {
+        this.logger.warn(`snapshot not loaded, rebuilding from ${from}: ${err.message}`);
+        return undefined;
+      });
+      if (saved && saved.schema === snap.schema && (from === 'start' || saved.position > from)) {
+        snap.restore(saved.state);
+        this.position = saved.position;
+      }
+    }
+    this.resumedFrom = this.position;
     await this.follow();
+    await this.saveSnapshot();
   }
 
   async stop(): Promise<void> {
@@ -89,6 +134,22 @@ export class Reactor<E extends LogEvent> {
     const s = this.subscription;
     this.subscription = undefined;
     await s?.stop();
+    await this.saving;
+    if (!this.failed) await this.saveSnapshot();
+  }
+
+  /** Saves (position, state) now if anything was applied since the last save. */
+  private saveSnapshot(): Promise<void> {
+    const snap = this.definition.snapshot;
+    if (!snap || !this.snapshots || this.position === 'start' || this.unsaved === 0) return this.saving;
+    const position = this.position;
+    const encoded = encodeSnapshot({ position, schema: snap.schema, state: snap.take() });
+    this.unsaved = 0;
+    const store = this.snapshots;
+    this.saving = this.saving.then(() =>
+      store.store.save(store.name, encoded).catch((err: Error) => this.logger.warn(`snapshot at ${position} not saved: ${err.message}`)),
+    );
+    return this.saving;
   }
 
   private async follow(): Promise<void> {
@@ -96,6 +157,12 @@ export class Reactor<E extends LogEvent> {
       await this.definition.apply(e);
       this.position = e.position;
       this.handled++;
+      if (this.snapshots && this.definition.snapshot) {
+        if (this.unsaved++ === 0) this.firstUnsavedAt = Date.now();
+        // Taken between two events, so the state is exactly the one at `position`; awaiting the
+        // save keeps a slow store from piling up snapshots.
+        if (this.unsaved >= this.snapshots.everyEvents || Date.now() - this.firstUnsavedAt >= this.snapshots.everyMs) await this.saveSnapshot();
+      }
     });
     this.subscription = sub;
     // Until caught up, a failure is the caller's (start, or the resume loop); after, it is ours.
@@ -161,10 +228,18 @@ export class Reactors {
     @Inject(EVENT_LOG) private readonly log: EventLog,
     @Inject(FATAL) private readonly fatal: FatalHandler,
     @Inject(SERVICE_CONFIG) private readonly config: ServiceConfig,
+    @Inject(SERVICE_NAME) private readonly service: string,
+    @Inject(SNAPSHOTS) private readonly snapshots: SnapshotStore,
     private readonly readiness: Readiness,
   ) {}
 
   create<E extends LogEvent>(definition: ReactorDefinition<E>): Reactor<E> {
-    return new Reactor(this.log as unknown as EventLog<E>, definition, this.fatal, this.config.resubscribeGiveUpMs, this.readiness);
+    const policy = {
+      store: this.snapshots,
+      name: `${this.service}-${definition.name}`,
+      everyEvents: this.config.snapshotEveryEvents,
+      everyMs: this.config.snapshotEveryMs,
+    };
+    return new Reactor(this.log as unknown as EventLog<E>, definition, this.fatal, this.config.resubscribeGiveUpMs, this.readiness, policy);
   }
 }

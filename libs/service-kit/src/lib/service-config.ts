@@ -24,6 +24,18 @@ export class ServiceConfig {
   @IsString()
   natsPassword?: string;
 
+  /** A NATS credentials file (operator mode: the user's JWT and NKEY seed), instead of user and password. */
+  @Expose({ name: 'NATS_CREDS' })
+  @IsOptional()
+  @IsString()
+  natsCreds?: string;
+
+  /** Where replies to this service arrive: the prefix its NATS user may subscribe to (`_INBOX_<user>`, deploy/nats). */
+  @Expose({ name: 'NATS_INBOX_PREFIX' })
+  @IsOptional()
+  @Matches(/^_INBOX[A-Za-z0-9_-]*$/)
+  natsInboxPrefix?: string;
+
   @Expose({ name: 'CONCLAVE_SUBJECT_PREFIX' })
   @Matches(NATS_TOKEN)
   subjectPrefix = 'acp';
@@ -109,6 +121,20 @@ export class ServiceConfig {
   @IsInt()
   @Min(1000)
   resubscribeGiveUpMs = 300_000;
+
+  /** A reactor saves a snapshot of its state after this many events... */
+  @Expose({ name: 'CONCLAVE_SNAPSHOT_EVERY_EVENTS' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  snapshotEveryEvents = 10_000;
+
+  /** ...or this long after the first event not in a snapshot. */
+  @Expose({ name: 'CONCLAVE_SNAPSHOT_EVERY_MS' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(100)
+  snapshotEveryMs = 30_000;
 
   @Expose({ name: 'CONCLAVE_AUTH_MODE' })
   @IsIn(['required', 'off'])

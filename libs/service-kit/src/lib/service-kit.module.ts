@@ -1,5 +1,7 @@
 import { DynamicModule, Global, Inject, Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
-import { connect, NatsConnection } from 'nats';
+import { readFileSync } from 'node:fs';
+import { connect, credsAuthenticator, NatsConnection } from 'nats';
+import { ConfigError } from './config';
 import { HealthController } from './health.controller';
 import { Readiness } from './readiness';
 import { ServiceConfig } from './service-config';
@@ -9,6 +11,14 @@ import { fatalHandlerFor, Reactors } from './reactor';
 import { runtimeProviders } from './runtime';
 import type { EventLog } from '@conclave/event-log';
 
+
+function readCreds(path: string): Uint8Array {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new ConfigError([`NATS_CREDS: cannot read ${path}: ${(err as Error).message}`]);
+  }
+}
 
 /** Closes the event log, then drains the shared NATS connection, after the command server drained. */
 @Injectable()
@@ -51,6 +61,8 @@ export class ServiceKitModule {
               name: `conclave-${name}`,
               maxReconnectAttempts: -1,
               ...(config.natsUser ? { user: config.natsUser, pass: config.natsPassword } : {}),
+              ...(config.natsCreds ? { authenticator: credsAuthenticator(readCreds(config.natsCreds)) } : {}),
+              ...(config.natsInboxPrefix ? { inboxPrefix: config.natsInboxPrefix } : {}),
             });
             readiness.register('nats', () => !nc.isClosed());
             return nc;

@@ -64,6 +64,11 @@ export class TimerQueue {
     return n;
   }
 
+  /** Every item and its time (for a snapshot). */
+  entries(): [string, number][] {
+    return [...this.live].map(([key, item]) => [key, item.at]);
+  }
+
   /** Sets (or moves) the item's time. */
   schedule(key: string, atMs: number): void {
     this.put(key, atMs, 0);

@@ -8,3 +8,4 @@ export const CLOCK = Symbol('CLOCK');
 export const IDS = Symbol('IDS');
 export const DECIDER_CONFIG = Symbol('DECIDER_CONFIG');
 export const FATAL = Symbol('FATAL');
+export const SNAPSHOTS = Symbol('SNAPSHOTS');

@@ -1,0 +1,127 @@
+import { InMemoryEventLog, LogUnavailableError, type EventLog, type LogEvent, type StoredEvent, type Subscription } from '@conclave/event-log';
+import { Readiness } from './readiness';
+import { Reactor, type ReactorDefinition } from './reactor';
+import { MemorySnapshots } from './snapshot-store';
+
+type E = LogEvent & { data: { n: number } };
+const ev = (i: number): E => ({ event_id: `e${String(i).padStart(6, '0')}`, type: 'Counted', data: { n: i } });
+const until = async (check: () => boolean, ms = 3_000) => {
+  const end = Date.now() + ms;
+  while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+};
+
+/** A reactor that sums what it sees, keeping the list to prove each event came once. */
+function summing(seen: number[] = []) {
+  const state = { sum: 0, seen };
+  const definition: ReactorDefinition<E> = {
+    name: 'sum',
+    categories: ['count'],
+    apply: (e: StoredEvent<E>) => {
+      state.sum += e.event.data.n;
+      state.seen.push(e.event.data.n);
+    },
+    snapshot: {
+      schema: 1,
+      take: () => ({ sum: state.sum }),
+      restore: (s) => {
+        state.sum = (s as { sum: number }).sum;
+      },
+    },
+  };
+  return { state, definition };
+}
+
+async function append(log: InMemoryEventLog<E>, from: number, to: number) {
+  for (let i = from; i <= to; i++) await log.append(`count-${i}`, [ev(i)], 'no_stream');
+}
+
+describe('Reactor', () => {
+  it('given a saved snapshot, when a new instance starts, then it restores it and handles only the events after it, ending in the same state as a full rebuild', async () => {
+    const log = new InMemoryEventLog<E>();
+    const snapshots = new MemorySnapshots();
+    const policy = { store: snapshots, name: 'svc-sum', everyEvents: 10, everyMs: 60_000 };
+    await append(log, 1, 25);
+    const first = summing();
+    const a = new Reactor(log, first.definition, jest.fn(), 60_000, undefined, policy);
+    await a.start();
+    await a.stop();
+    await append(log, 26, 30);
+
+    const second = summing();
+    const b = new Reactor(log, second.definition, jest.fn(), 60_000, undefined, policy);
+    await b.start();
+    expect(b.resumedFrom).not.toBe('start');
+    expect(second.state.seen).toEqual([26, 27, 28, 29, 30]);
+    const rebuilt = summing();
+    const c = new Reactor(log, rebuilt.definition, jest.fn(), 60_000);
+    await c.start();
+    expect(second.state.sum).toBe(rebuilt.state.sum);
+    await Promise.all([b.stop(), c.stop()]);
+  });
+
+  it('given a subscription lost to a log outage, then the reactor is not ready until it resumes after the last event handled, and handles every event exactly once', async () => {
+    const log = new InMemoryEventLog<E>();
+    let failNext = true;
+    // The first live subscription dies with an outage after the third event.
+    const flaky = new Proxy(log, {
+      get: (t, p) =>
+        p === 'subscribe'
+          ? (cats: never, from: never, handler: (e: StoredEvent<E>) => Promise<void>): Subscription => {
+              let count = 0;
+              let sub: Subscription;
+              const dying = failNext;
+              failNext = false;
+              let reject!: (e: unknown) => void;
+              const closed = new Promise<void>((_, r) => (reject = r));
+              sub = t.subscribe(cats, from, async (e) => {
+                await handler(e);
+                if (dying && ++count === 3) {
+                  void sub.stop();
+                  reject(new LogUnavailableError('subscribe', undefined, { cause: new Error('server gone') }));
+                }
+              });
+              return { caughtUp: sub.caughtUp, closed: Promise.race([closed, sub.closed]), stop: () => sub.stop() };
+            }
+          : (t as never)[p],
+    }) as EventLog<E>;
+    const readiness = new Readiness();
+    const { state, definition } = summing();
+    const fatal = jest.fn();
+    const reactor = new Reactor(flaky, definition, fatal, 60_000, readiness);
+    await reactor.start();
+    expect(readiness.report().ready).toBe(true);
+    await append(log, 1, 3);
+    await until(() => !readiness.report().ready);
+    await append(log, 4, 8);
+    await until(() => state.seen.length === 8 && readiness.report().ready);
+    expect(fatal).not.toHaveBeenCalled();
+    expect(state.seen).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(readiness.report().ready).toBe(true);
+    await reactor.stop();
+  });
+
+  it('given a handler that fails (a bug, a corrupt record), then the reactor is fatal: not ready, and the fatal handler is told', async () => {
+    const log = new InMemoryEventLog<E>();
+    const fatal = jest.fn();
+    const readiness = new Readiness();
+    const reactor = new Reactor(
+      log,
+      {
+        name: 'broken',
+        categories: ['count'],
+        apply: (e) => {
+          if (e.event.data.n === 2) throw new Error('cannot fold');
+        },
+      },
+      fatal,
+      60_000,
+      readiness,
+    );
+    await reactor.start();
+    await append(log, 1, 2);
+    await until(() => fatal.mock.calls.length > 0);
+    expect(fatal).toHaveBeenCalledWith('reactor broken', expect.any(Error));
+    expect(readiness.report().ready).toBe(false);
+    await reactor.stop();
+  });
+});
