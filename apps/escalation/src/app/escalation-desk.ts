@@ -1,44 +1,48 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { AcpError, PROPOSAL_COMMAND_TYPES, PROPOSAL_EVENT_TYPES, routingFor } from '@conclave/acp-protocol';
-import { CLOCK, Clock, IDS, IdGenerator, ProposalStore, SERVICE_CONFIG } from '@conclave/service-kit';
+import { AcpError, PROPOSAL_COMMAND_TYPES, PROPOSAL_EVENT_TYPES, reactionCommandId, routingFor } from '@conclave/acp-protocol';
+import { CLOCK, Clock, ProposalStore, SERVICE_CONFIG, TimerOutcome, TimerQueue } from '@conclave/service-kit';
 import { ESCALATION_SETTINGS, EscalationConfig, EscalationSettings } from './escalation.config';
 import { EscalationInbox, InboxEntry } from './escalation-inbox';
 import { payloadHash } from './payload-hash';
 
 export const DESK_ACTOR = 'conclave-escalation';
-/** Re-arm at least this often, so a wall-clock jump never leaves the timer asleep for long. */
-const MAX_SLEEP_MS = 60_000;
+/** The desk's slots among the reactions derived from one escalation id (routing, then each ladder step). */
+const ROUTE_SLOT = 2000;
+const LADDER_SLOT = 2001;
 
 /**
- * The escalation desk's two duties, both commands through the pure decider:
+ * The escalation desk's two duties, both commands through the pure decider, both kept in the
+ * timer queue until recorded or refused (a failed attempt is retried with backoff):
  * - routing: every new escalation is taken (RouteEscalation) with its domain's route (assignees,
  *   ladder, sign-off) and the payload hash a resolution must match;
- * - the ladder: a timer set for the earliest due step issues AdvanceEscalationLadder, which appends
- *   the reminder, the reassignment or the default outcome. A periodic sweep is the safety net.
- * Replicas race harmlessly: the compare-and-swap append records each step once; the loser's decider
- * finds nothing left to do.
+ * - the ladder: each open escalation's next step is due at its time and issues
+ *   AdvanceEscalationLadder, which appends the reminder, the reassignment or the default outcome.
+ * Command ids derive from the escalation id and the step, so replicas racing on the same step
+ * append it once; a loser's decider finds nothing left to do.
  */
 @Injectable()
 export class EscalationDesk implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(EscalationDesk.name);
-  private readonly due = new Map<string, number>();
-  private timer: NodeJS.Timeout | undefined;
-  private sweepTimer: NodeJS.Timeout | undefined;
-  private stopping = false;
-  private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly timers: TimerQueue;
 
   constructor(
     private readonly inbox: EscalationInbox,
     private readonly store: ProposalStore,
     @Inject(CLOCK) private readonly clock: Clock,
-    @Inject(IDS) private readonly ids: IdGenerator,
     @Inject(ESCALATION_SETTINGS) private readonly settings: EscalationSettings,
-    @Inject(SERVICE_CONFIG) private readonly config: EscalationConfig,
+    @Inject(SERVICE_CONFIG) config: EscalationConfig,
   ) {
+    this.timers = new TimerQueue({
+      clock,
+      maxSleepMs: config.ladderSweepIntervalMs,
+      run: (key) => (key.startsWith('route:') ? this.routeStep(key.slice(6)) : this.ladderStep(key.slice(7))),
+      onRetry: (key, attempt, err) => {
+        if (err && (attempt === 1 || attempt % 10 === 0)) this.logger.warn(`${key}: attempt ${attempt} failed, retrying: ${(err as Error).message}`);
+      },
+    });
     inbox.onChange((entry, event, live) => {
       this.track(entry);
-      if (live && event.type === PROPOSAL_EVENT_TYPES.ProposalEscalated) void this.route(entry.proposal_id);
-      if (live) this.arm();
+      if (live && event.type === PROPOSAL_EVENT_TYPES.ProposalEscalated) this.timers.schedule(`route:${entry.proposal_id}`, this.clock.now().getTime());
     });
   }
 
@@ -48,103 +52,76 @@ export class EscalationDesk implements OnApplicationBootstrap, OnApplicationShut
     await this.inbox.ready;
     for (const entry of this.inbox.open()) {
       this.track(entry);
-      if (!entry.routed) await this.route(entry.proposal_id);
+      if (!entry.routed) this.timers.schedule(`route:${entry.proposal_id}`, this.clock.now().getTime());
     }
-    this.arm();
-    this.sweepTimer = setInterval(() => void this.sweep(), this.config.ladderSweepIntervalMs);
+    this.timers.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    this.stopping = true;
-    clearTimeout(this.timer);
-    clearInterval(this.sweepTimer);
-    await Promise.all([...this.inFlight.values()]);
+    await this.timers.stop();
   }
 
   /**
-   * Routes the open escalation of a proposal if nobody has yet: called for every new escalation,
-   * and by the resolve handler first, so a resolution always meets a routed escalation.
+   * Routes the open escalation of a proposal if nobody has yet: queued for every new escalation,
+   * and called by the resolve handler first, so a resolution always meets a routed escalation.
    */
   async route(proposalId: string): Promise<void> {
-    try {
-      const loaded = await this.store.load(proposalId);
-      const { state } = loaded;
-      if (state.status !== 'escalated' || state.desk.routing !== null) return;
-      await this.store.execute({
+    const loaded = await this.store.load(proposalId);
+    const { state } = loaded;
+    if (state.status !== 'escalated' || state.desk.routing !== null) return;
+    await this.store.execute(
+      {
         type: PROPOSAL_COMMAND_TYPES.RouteEscalation,
-        ...this.metadata(),
+        ...this.metadata(state.desk.escalationId, ROUTE_SLOT),
         data: {
           proposal_id: proposalId,
           escalation_id: state.desk.escalationId,
           payload_hash: state.proposal.payload_hash ?? payloadHash(state.proposal.payload),
           routing: routingFor(this.settings.routes, state.proposal, state.escalation),
         },
-      }, loaded);
+      },
+      loaded,
+    );
+  }
+
+  private async routeStep(proposalId: string): Promise<TimerOutcome> {
+    try {
+      await this.route(proposalId);
     } catch (err) {
       // NOT_ESCALATED: a human (or another replica's ladder) closed it first.
-      if (err instanceof AcpError && err.code === 'NOT_ESCALATED') return;
-      this.logger.warn(`routing ${proposalId} failed, the sweep will retry: ${(err as Error).message}`);
+      if (!(err instanceof AcpError && err.code === 'NOT_ESCALATED')) throw err;
     }
+    return 'done';
   }
 
   private track(entry: InboxEntry): void {
-    if (entry.status === 'open' && entry.next_step_due_at !== null) this.due.set(entry.proposal_id, Date.parse(entry.next_step_due_at));
-    else this.due.delete(entry.proposal_id);
+    const key = `ladder:${entry.proposal_id}`;
+    if (entry.status === 'open' && entry.next_step_due_at !== null) this.timers.schedule(key, Date.parse(entry.next_step_due_at));
+    else this.timers.cancel(key);
   }
 
-  /** One timer, for the earliest due step. */
-  private arm(): void {
-    if (this.stopping) return;
-    clearTimeout(this.timer);
-    let next = Infinity;
-    for (const at of this.due.values()) next = Math.min(next, at);
-    if (next === Infinity) return;
-    const delay = Math.min(Math.max(0, next - this.clock.now().getTime()), MAX_SLEEP_MS);
-    this.timer = setTimeout(() => void this.wake(), delay);
-  }
-
-  private async wake(): Promise<void> {
-    const now = this.clock.now().getTime();
-    const ids = [...this.due].filter(([, at]) => at <= now).map(([id]) => id);
-    await Promise.all(ids.map((id) => this.advance(id)));
-    this.arm();
-  }
-
-  private async sweep(): Promise<void> {
-    for (const entry of this.inbox.open()) {
-      if (this.stopping) return;
-      if (!entry.routed) await this.route(entry.proposal_id);
-    }
-    await this.wake();
-  }
-
-  private advance(proposalId: string): Promise<void> {
-    const running = this.inFlight.get(proposalId);
-    if (running) return running;
-    const work = (async () => {
-      try {
-        const result = await this.store.execute({
+  private async ladderStep(proposalId: string): Promise<TimerOutcome> {
+    try {
+      const loaded = await this.store.load(proposalId);
+      if (loaded.state.status !== 'escalated') return 'done';
+      const result = await this.store.execute(
+        {
           type: PROPOSAL_COMMAND_TYPES.AdvanceEscalationLadder,
-          ...this.metadata(),
+          ...this.metadata(loaded.state.desk.escalationId, LADDER_SLOT + loaded.state.desk.nextStep),
           data: { proposal_id: proposalId },
-        });
-        // Nothing due after all (a clock a little behind the step): look again shortly.
-        if (result.events.length === 0 && this.due.has(proposalId)) this.due.set(proposalId, this.clock.now().getTime() + 20);
-      } catch (err) {
-        if (err instanceof AcpError && err.code === 'NOT_ESCALATED') {
-          this.due.delete(proposalId);
-          return;
-        }
-        this.logger.warn(`ladder step for ${proposalId} failed, the sweep will retry: ${(err as Error).message}`);
-      } finally {
-        this.inFlight.delete(proposalId);
-      }
-    })();
-    this.inFlight.set(proposalId, work);
-    return work;
+        },
+        loaded,
+      );
+      // Nothing due after all (a clock a little behind the step): look again shortly. Once a
+      // step is appended, the inbox tells `track` of the next one.
+      return result.events.length === 0 ? 'retry' : 'done';
+    } catch (err) {
+      if (err instanceof AcpError && err.code === 'NOT_ESCALATED') return 'done';
+      throw err;
+    }
   }
 
-  private metadata() {
-    return { command_id: this.ids.next(), now: this.clock.now().toISOString(), actor: DESK_ACTOR };
+  private metadata(escalationId: string, slot: number) {
+    return { command_id: reactionCommandId(escalationId, slot), now: this.clock.now().toISOString(), actor: DESK_ACTOR };
   }
 }

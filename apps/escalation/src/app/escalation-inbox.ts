@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import {
   EscalationMetadata,
   EscalationRouting,
@@ -9,8 +9,8 @@ import {
   ProposalEvent,
   Resolution,
 } from '@conclave/acp-protocol';
-import type { EventLog, StoredEvent, Subscription } from '@conclave/event-log';
-import { EVENT_LOG, Readiness } from '@conclave/service-kit';
+import type { StoredEvent } from '@conclave/event-log';
+import { Reactor, Reactors } from '@conclave/service-kit';
 
 export type InboxStatus = 'open' | 'resolved' | 'expired';
 
@@ -137,17 +137,28 @@ type Listener = (entry: InboxEntry, event: ProposalEvent, live: boolean) => void
  */
 @Injectable()
 export class EscalationInbox implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly logger = new Logger(EscalationInbox.name);
-  private readonly state = emptyInbox();
+  private state = emptyInbox();
   private readonly listeners: Listener[] = [];
-  private subscription: Subscription | undefined;
+  private readonly reactor: Reactor<ProposalEvent>;
   private caughtUp = false;
   private markCaughtUp!: () => void;
   /** Resolves once the inbox reflects every event that existed at start. */
   readonly ready = new Promise<void>((resolve) => (this.markCaughtUp = resolve));
 
-  constructor(@Inject(EVENT_LOG) private readonly log: EventLog, readiness: Readiness) {
-    readiness.register('escalation-inbox', () => this.caughtUp);
+  constructor(reactors: Reactors) {
+    // A reactor with a snapshot: a restart resumes from the last one, a log outage only pauses it.
+    this.reactor = reactors.create<ProposalEvent>({
+      name: 'escalation-inbox',
+      categories: [PROPOSAL_STREAM_CATEGORY],
+      apply: (e) => this.apply(e),
+      snapshot: {
+        schema: 1,
+        take: () => this.state,
+        restore: (saved) => {
+          this.state = saved as InboxState;
+        },
+      },
+    });
   }
 
   onChange(listener: Listener): void {
@@ -159,16 +170,13 @@ export class EscalationInbox implements OnApplicationBootstrap, OnApplicationShu
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    const sub = (this.log as EventLog<ProposalEvent>).subscribe([PROPOSAL_STREAM_CATEGORY], 'start', (e) => this.apply(e));
-    this.subscription = sub;
-    sub.closed.catch((err: Error) => this.logger.error(`inbox subscription ended: ${err.message}`));
-    await sub.caughtUp;
+    await this.reactor.start('start');
     this.caughtUp = true;
     this.markCaughtUp();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.subscription?.stop();
+    await this.reactor.stop();
   }
 
   get(proposalId: string): InboxEntry | undefined {

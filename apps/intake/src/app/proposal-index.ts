@@ -1,7 +1,7 @@
-import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { isWithinDomain, PROPOSAL_EVENT_TYPES, PROPOSAL_STREAM_CATEGORY, ProposalEvent, ProposalStatus, statusAfter } from '@conclave/acp-protocol';
-import type { EventLog, StoredEvent, Subscription } from '@conclave/event-log';
-import { EVENT_LOG, Readiness } from '@conclave/service-kit';
+import type { StoredEvent } from '@conclave/event-log';
+import { Reactor, Reactors } from '@conclave/service-kit';
 
 interface Entry {
   domain: string;
@@ -12,29 +12,37 @@ interface Entry {
  * The read model behind `acp.v1.list`: every proposal's id, domain and status, in id order
  * (ULIDs sort by creation time), rebuilt from the log at start and followed live. It holds no
  * payloads: a page loads its proposals through the store, so what `list` returns is as fresh as
- * `get`. Lag: a proposal appears here shortly after its submission is appended.
+ * `get`. Lag: a proposal appears here shortly after its submission is appended. A reactor with a
+ * snapshot: a restart resumes from the last one, and a log outage only pauses it.
  */
 @Injectable()
 export class ProposalIndex implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly entries = new Map<string, Entry>();
+  private entries = new Map<string, Entry>();
   /** Sorted ids; appends are at the end unless a client chose an older ULID. */
-  private readonly ids: string[] = [];
-  private subscription: Subscription | undefined;
-  private caughtUp = false;
+  private ids: string[] = [];
+  private readonly reactor: Reactor<ProposalEvent>;
 
-  constructor(@Inject(EVENT_LOG) private readonly log: EventLog, readiness: Readiness) {
-    readiness.register('proposal-index', () => this.caughtUp);
+  constructor(reactors: Reactors) {
+    this.reactor = reactors.create<ProposalEvent>({
+      name: 'proposal-index',
+      categories: [PROPOSAL_STREAM_CATEGORY],
+      apply: (e) => this.apply(e),
+      snapshot: {
+        schema: 1,
+        take: () => ({ entries: this.entries, ids: this.ids }),
+        restore: (saved) => {
+          ({ entries: this.entries, ids: this.ids } = saved as { entries: Map<string, Entry>; ids: string[] });
+        },
+      },
+    });
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    const sub = (this.log as EventLog<ProposalEvent>).subscribe([PROPOSAL_STREAM_CATEGORY], 'start', (e) => this.apply(e));
-    this.subscription = sub;
-    await sub.caughtUp;
-    this.caughtUp = true;
+    await this.reactor.start('start');
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.subscription?.stop();
+    await this.reactor.stop();
   }
 
   /** Ids after `cursor` matching the filters, at most `limit`, and whether more follow. */

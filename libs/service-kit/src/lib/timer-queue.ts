@@ -11,7 +11,7 @@ export interface TimerQueueOptions {
   readonly onRetry?: (key: string, attempt: number, err: unknown) => void;
   /** Actions running at once. Default 16. */
   readonly parallel?: number;
-  /** First retry after this long, doubling up to `maxBackoffMs`. Default 100 ms and 30 s. */
+  /** First retry after this long, doubling up to `maxBackoffMs`. Default 100 ms and 2 s: a decision waits no longer than that once the log is back. */
   readonly backoffMs?: number;
   readonly maxBackoffMs?: number;
   /** Re-arm at least this often, so a wall-clock jump never leaves the queue asleep. Default 60 s. */
@@ -44,7 +44,7 @@ export class TimerQueue {
   constructor(private readonly options: TimerQueueOptions) {
     this.parallel = options.parallel ?? 16;
     this.backoffMs = options.backoffMs ?? 100;
-    this.maxBackoffMs = options.maxBackoffMs ?? 30_000;
+    this.maxBackoffMs = options.maxBackoffMs ?? 2_000;
     this.maxSleepMs = options.maxSleepMs ?? 60_000;
   }
 
