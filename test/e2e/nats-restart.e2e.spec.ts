@@ -83,7 +83,9 @@ describe('NATS server restart under load: services reconnect and resume, nothing
     let head = -1;
     const settled = (r: RunRecord, h: number) => {
       const terminal = new Set(r.events.filter((e) => TERMINAL.has(e.event.type)).map((e) => e.id));
-      return accepted.every((id) => terminal.has(id)) && r.decisions.length === terminal.size && h === r.events.length + (r.audit?.rejections.length ?? 0);
+      const sources = r.events.length + (r.audit?.rejections.length ?? 0);
+      // The chain as read in this same pass, not only the head asked for after it.
+      return accepted.every((id) => terminal.has(id)) && r.decisions.length === terminal.size && h === sources && r.audit?.entries.length === sources;
     };
     await eventually(async () => {
       run = await readRun(conn, names, { audit: true });
