@@ -10,6 +10,8 @@ import type { CommandRequest } from './auth/identity';
 import type { NonceStore } from './auth/nonce-store';
 import { ParticipantDirectory } from './auth/participant-directory';
 import { Readiness } from './readiness';
+import { Reactors } from './reactor';
+import { MemorySnapshots } from './snapshot-store';
 
 function keyPair() {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
@@ -40,7 +42,10 @@ describe('CommandContext: authentication and authorization (14.1, 14.2, 14.4)', 
 
   beforeAll(async () => {
     const config = loadConfig(AuthenticatedServiceConfig, { CONCLAVE_AUTH_MODE: 'required', CONCLAVE_AUTH_SKEW_MS: '30000' });
-    directory = new ParticipantDirectory(new InMemoryEventLog(), clock, ids, config, new Readiness());
+    const log = new InMemoryEventLog();
+    const readiness = new Readiness();
+    const reactors = new Reactors(log, () => undefined, config, 'test', new MemorySnapshots(), readiness);
+    directory = new ParticipantDirectory(log, clock, ids, config, readiness, reactors);
     await directory.onApplicationBootstrap();
     context = new CommandContext(clock, ids, config, directory, new MemoryNonces() as unknown as NonceStore);
     off = new CommandContext(clock, ids, loadConfig(AuthenticatedServiceConfig, { CONCLAVE_AUTH_MODE: 'off' }), directory);

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { AcpError } from '@conclave/acp-protocol';
-import { AggregateCache, ConcurrencyError, EventLog, LogEvent, StoredEvent, Subscription } from '@conclave/event-log';
+import { AggregateCache, CommandConflictError, EventLog, LogEvent, StoredEvent, handleCommand } from '@conclave/event-log';
 import {
   PARTICIPANT_STREAM_CATEGORY,
   ParticipantRecord,
@@ -15,6 +15,7 @@ import {
   participantStream,
 } from '@conclave/registry-protocol';
 import { Readiness } from '../readiness';
+import { Reactor, Reactors } from '../reactor';
 import type { Clock, IdGenerator } from '../runtime';
 import { ServiceConfig } from '../service-config';
 import { CLOCK, EVENT_LOG, IDS, SERVICE_CONFIG } from '../tokens';
@@ -34,7 +35,8 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
   private readonly logger = new Logger(ParticipantDirectory.name);
   private readonly cache: AggregateCache<ParticipantState, RegistryEvent>;
   private readonly all = new Map<string, ParticipantState>();
-  private subscription: Subscription | undefined;
+  private readonly reactor: Reactor<RegistryEvent>;
+  private readonly decider = { decide: decideRegistry, evolve: evolveParticipant };
   private caughtUp = false;
 
   constructor(
@@ -43,8 +45,11 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
     @Inject(IDS) private readonly ids: IdGenerator,
     @Inject(SERVICE_CONFIG) private readonly config: ServiceConfig,
     readiness: Readiness,
+    reactors: Reactors,
   ) {
-    readiness.register('participant-registry', () => this.caughtUp);
+    readiness.register('participant-registry', () => this.caughtUp && this.cache.following);
+    // The list of every participant: a reactor, so a log outage only pauses it.
+    this.reactor = reactors.create<RegistryEvent>({ name: 'participant-list', categories: [PARTICIPANT_STREAM_CATEGORY], apply: (e) => this.follow(e) });
     this.cache = new AggregateCache<ParticipantState, RegistryEvent>(log as unknown as EventLog<RegistryEvent>, {
       categories: [PARTICIPANT_STREAM_CATEGORY],
       initial: () => initialParticipantState,
@@ -54,15 +59,13 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
 
   async onApplicationBootstrap(): Promise<void> {
     await this.cache.start();
-    const sub = (this.log as unknown as EventLog<RegistryEvent>).subscribe([PARTICIPANT_STREAM_CATEGORY], 'start', (e) => this.follow(e));
-    this.subscription = sub;
-    await sub.caughtUp;
+    await this.reactor.start('start');
     await this.bootstrapAdmin();
     this.caughtUp = true;
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.subscription?.stop();
+    await this.reactor.stop();
     await this.cache.stop();
   }
 
@@ -84,18 +87,12 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
       throw new AcpError('SCHEMA_VIOLATION', 'participant_id must be 1 to 60 characters of letters, digits and _ - . : @', 'participant_id');
     }
     const stream = participantStream(id);
-    for (let attempt = 1; ; attempt++) {
-      const loaded = await this.cache.load(stream);
-      const events = decideRegistry(command, loaded.state);
-      if (events.length === 0) return { events, state: loaded.state };
-      try {
-        await this.cache.append(stream, events, loaded.version);
-        return { events, state: events.reduce(evolveParticipant, loaded.state) };
-      } catch (err) {
-        if (err instanceof ConcurrencyError && attempt < MAX_ATTEMPTS) continue;
-        if (err instanceof ConcurrencyError) throw new AcpError('CONFLICT', `${stream} kept changing; retry the command`);
-        throw err;
-      }
+    try {
+      const outcome = await handleCommand(this.cache, stream, this.decider, command, { maxAttempts: MAX_ATTEMPTS });
+      return { events: [...outcome.events], state: outcome.state };
+    } catch (err) {
+      if (err instanceof CommandConflictError) throw new AcpError('CONFLICT', `${stream} kept changing; retry the command`);
+      throw err;
     }
   }
 
