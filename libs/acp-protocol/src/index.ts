@@ -158,6 +158,7 @@ export type {
   InitialProposal,
   PendingProposal,
   ProposalDetails,
+  SecurityLabel,
   ProposalState,
   RecordedResponse,
   ResolvedProposal,

@@ -33,7 +33,7 @@ export class RecordResponseHandler {
     const loaded = await this.store.load(data.proposal_id, 'cache');
     const domain = projectProposal(loaded.state).domain;
     const grant = this.context.authorize(respondent, 'respond', domain);
-    const label = await this.labels.of(data.proposal_id);
+    const label = await this.labels.of(data.proposal_id, loaded.state.status === 'initial' ? undefined : loaded.state.proposal);
     if (!this.context.canRead(respondent, label?.classification)) {
       throw new AcpError('FORBIDDEN', `${respondent.participant_id}'s clearance does not cover this ${label?.classification} proposal`, 'proposal_id');
     }

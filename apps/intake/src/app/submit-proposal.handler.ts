@@ -4,13 +4,10 @@ import {
   Proposal,
   PROPOSAL_COMMAND_TYPES,
   SubmitProposal,
-  handleProposalCommand,
-  initialProposalState,
   parseProposeRequest,
 } from '@conclave/acp-protocol';
 import { canonicalJson, ClassificationLevel, isClassificationLevel } from '@conclave/registry-protocol';
 import { CommandContext, decodeBase64, Identity, payloadHash, ProposalStore, verifyEd25519 } from '@conclave/service-kit';
-import { ProposalLabels } from './proposal-labels';
 import { ProposalView } from './proposal-view';
 
 /**
@@ -23,7 +20,6 @@ export class SubmitProposalHandler {
   constructor(
     private readonly store: ProposalStore,
     private readonly context: CommandContext,
-    private readonly labels: ProposalLabels,
     private readonly view: ProposalView,
   ) {}
 
@@ -37,28 +33,16 @@ export class SubmitProposalHandler {
     const signature = this.payloadSignatureOf(raw['payload_signature'], request.payload, author);
 
     const { schema_version: _version, ...data } = request;
+    const securityLabel =
+      classification !== null || signature !== null
+        ? { classification, payload_signature: signature?.signature ?? null, payload_signature_key_id: signature?.key_id ?? null }
+        : null;
+    // One load, one decision, one append: the label travels in the submission itself.
     const command: SubmitProposal = {
       type: PROPOSAL_COMMAND_TYPES.SubmitProposal,
       ...this.context.metadata(author),
-      data: { ...data, proposal_id: request.proposal_id ?? this.context.newId(), payload_hash: hash },
+      data: { ...data, proposal_id: request.proposal_id ?? this.context.newId(), payload_hash: hash, security_label: securityLabel },
     };
-    if (classification !== null || signature !== null) {
-      const existing = await this.store.load(command.data.proposal_id);
-      // A duplicate id fails here with DUPLICATE_PROPOSAL_ID, before any label is written...
-      if (existing.state.status !== 'initial') await this.store.execute(command);
-      // ...and so does anything else the decider refuses (a dry run on the empty state).
-      handleProposalCommand(initialProposalState, command, this.store.decider);
-      await this.labels.write(
-        {
-          proposal_id: command.data.proposal_id,
-          classification,
-          payload_hash: hash,
-          payload_signature: signature?.signature ?? null,
-          payload_signature_key_id: signature?.key_id ?? null,
-        },
-        command,
-      );
-    }
     const result = await this.store.execute(command);
     return { proposal: await this.view.render(result.state, author) };
   }

@@ -1,3 +1,4 @@
+import type { SecurityLabel } from './proposal.state';
 /**
  * Commands on a proposal (imperative names). The edge builds them: it generates `command_id`
  * (a ULID, non-monotonic - see deriveEventId), stamps `now` from its clock, and names the
@@ -36,6 +37,8 @@ export interface SubmitProposal extends CommandMetadata {
     eligible_participants?: string[];
     /** Stamped by the edge (14.3/14.6); carried, never computed here. */
     payload_hash?: string;
+    /** The edge's security label (14.3, 14.5): carried as it is, never interpreted here. */
+    security_label?: SecurityLabel | null;
   };
 }
 

@@ -175,6 +175,7 @@ export function decideSubmitProposal(command: SubmitProposal, state: ProposalSta
     depends_on: [...dependsOn],
     eligible_participants: d.eligible_participants ? [...d.eligible_participants] : null,
     payload_hash: d.payload_hash ?? null,
+    security_label: d.security_label ? { ...d.security_label } : null,
   };
   if (dependsOn.length === 0) quorumPolicyFor(details, config.quorumPolicies).validate?.(details);
 

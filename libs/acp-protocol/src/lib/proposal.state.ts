@@ -31,6 +31,21 @@ export interface ProposalDetails {
   /** Unanimous quorum (7.3): fixed when submitted. null when not supplied. */
   eligible_participants: string[] | null;
   payload_hash: string | null;
+  /**
+   * The security label the edge stamped at submission (null: none). Absent on proposals
+   * submitted before labels were part of the submission: their label, if any, is in a stream
+   * of its own.
+   */
+  security_label?: SecurityLabel | null;
+}
+
+/** Classification (14.5) and payload signature (14.3) of a proposal, as the edge checked them. */
+export interface SecurityLabel {
+  classification: string | null;
+  /** Ed25519 signature of the payload's canonical JSON by the author, base64, as sent. */
+  payload_signature: string | null;
+  /** The author's key that verified it (auth required), or null when it was not checked. */
+  payload_signature_key_id: string | null;
 }
 
 export interface RecordedResponse {

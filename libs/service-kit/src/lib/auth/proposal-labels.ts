@@ -1,13 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { AcpError, deriveEventId } from '@conclave/acp-protocol';
-import { ConcurrencyError, EventLog, LogEvent } from '@conclave/event-log';
+import { PROPOSAL_EVENT_TYPES, ProposalDetails, ProposalEvent, proposalStream } from '@conclave/acp-protocol';
+import { EventLog, LogEvent } from '@conclave/event-log';
 import type { ClassificationLevel } from '@conclave/registry-protocol';
 import { EVENT_LOG } from '../tokens';
 
 export const PROPOSAL_LABEL_CATEGORY = 'proposal-label';
 export const PROPOSAL_LABELLED = 'ProposalLabelled';
 
-/** What the edge records beside a proposal: its classification (14.5) and payload signature (14.3). */
+/** A proposal's classification (14.5) and payload signature (14.3), as readers need them. */
 export interface ProposalLabel {
   proposal_id: string;
   classification: ClassificationLevel | null;
@@ -29,12 +29,11 @@ interface ProposalLabelled extends LogEvent {
 }
 
 /**
- * Security labels of proposals, in their own `proposal-label-<id>` streams: the proposal
- * decider (libs/acp-protocol) knows nothing of classification, and a label is immutable.
- * A label is appended (expected `no_stream`) BEFORE the proposal itself, so once a proposal
- * exists its label is final: a proposal without a label stream is unclassified, which makes
- * a negative answer safe to cache. Only proposals with a classification or a payload
- * signature get one. Every service that shows proposals reads them here (intake, escalation).
+ * Security labels of proposals. A label is part of the proposal's submission (one write per
+ * propose: `security_label` of ProposalSubmitted), so once a proposal exists its label is final
+ * and safe to cache. Proposals submitted before that kept their label in a `proposal-label-<id>`
+ * stream of its own, which is still read for them. Every service that shows proposals reads
+ * labels here (intake, escalation).
  */
 @Injectable()
 export class ProposalLabels {
@@ -42,43 +41,39 @@ export class ProposalLabels {
 
   constructor(@Inject(EVENT_LOG) private readonly log: EventLog<LogEvent>) {}
 
-  /** Appends the label; an identical existing label (a retry) is fine, a different one is CONFLICT. */
-  async write(label: ProposalLabel, meta: { command_id: string; now: string; actor: string }): Promise<void> {
-    const event: ProposalLabelled = {
-      event_id: deriveEventId(meta.command_id, 0),
-      type: PROPOSAL_LABELLED,
-      schema_version: 1,
-      occurred_at: meta.now,
-      actor: meta.actor,
-      causation_id: meta.command_id,
-      correlation_id: label.proposal_id,
-      data: label,
-    };
-    try {
-      await this.log.append(labelStream(label.proposal_id), [event], 'no_stream');
-    } catch (err) {
-      if (!(err instanceof ConcurrencyError)) throw err;
-      const existing = await this.read(label.proposal_id);
-      if (!existing || existing.classification !== label.classification || existing.payload_hash !== label.payload_hash) {
-        throw new AcpError('CONFLICT', `proposal ${label.proposal_id} already has a different security label`, 'proposal_id');
-      }
-    }
-  }
-
-  /** The label of an existing proposal (null: unclassified and unsigned). */
-  async of(proposalId: string): Promise<ProposalLabel | null> {
+  /**
+   * The label of an existing proposal (null: unclassified and unsigned). A caller that holds the
+   * proposal's state passes its details, and nothing is read.
+   */
+  async of(proposalId: string, submitted?: ProposalDetails): Promise<ProposalLabel | null> {
+    if (submitted && submitted.security_label !== undefined) return labelOf(submitted);
     if (this.cache.has(proposalId)) return this.cache.get(proposalId) ?? null;
-    const label = await this.read(proposalId);
+    const first = (await this.log.read(proposalStream(proposalId))).events[0]?.event as ProposalEvent | undefined;
+    // No proposal yet: nothing to cache, its label may still come with it.
+    if (!first || first.type !== PROPOSAL_EVENT_TYPES.ProposalSubmitted) return null;
+    const label = first.data.security_label !== undefined ? labelOf(first.data) : await this.readLabelStream(proposalId);
     if (this.cache.size > 50_000) this.cache.clear();
     this.cache.set(proposalId, label);
     return label;
   }
 
-  private async read(proposalId: string): Promise<ProposalLabel | null> {
+  private async readLabelStream(proposalId: string): Promise<ProposalLabel | null> {
     const r = await this.log.read(labelStream(proposalId));
     const first = r.events[0]?.event as ProposalLabelled | undefined;
     return first ? first.data : null;
   }
+}
+
+function labelOf(details: ProposalDetails): ProposalLabel | null {
+  const l = details.security_label;
+  if (!l) return null;
+  return {
+    proposal_id: details.proposal_id,
+    classification: (l.classification as ClassificationLevel | null) ?? null,
+    payload_hash: details.payload_hash ?? '',
+    payload_signature: l.payload_signature,
+    payload_signature_key_id: l.payload_signature_key_id,
+  };
 }
 
 export function labelStream(proposalId: string): string {

@@ -44,7 +44,7 @@ export class ProposalReadPolicy {
   /** The proposal with its label, the payload withheld without clearance. */
   async render(state: ProposalState, reader: Identity): Promise<ProposalForReader> {
     const proposal: ProposalForReader = projectProposal(state);
-    const label = await this.labels.of(proposal.proposal_id);
+    const label = await this.labels.of(proposal.proposal_id, state.status === 'initial' ? undefined : state.proposal);
     if (!label) return proposal;
     if (label.classification) proposal.classification = label.classification;
     if (label.payload_signature) proposal.payload_signature = label.payload_signature;
