@@ -12,7 +12,7 @@ import { isWithinDomain } from './domain-scoped-resolution';
 import { AcpError } from './errors';
 import { instantOf, isoFromInstant } from './timestamps';
 import type { EscalationMetadata } from './wire-format';
-import type { ProposalDetails } from './proposal.state';
+import type { ProposalDetails } from './proposal.details';
 import { parseNameList, parseSignOffRule, SignOffRule } from './human-sign-off';
 
 /** One rung of the ladder. `after_ms` counts from the previous step (the first: from the escalation). */

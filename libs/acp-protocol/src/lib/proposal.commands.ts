@@ -1,4 +1,4 @@
-import type { SecurityLabel } from './proposal.state';
+import type { SecurityLabel } from './proposal.details';
 /**
  * Commands on a proposal (imperative names). The edge builds them: it generates `command_id`
  * (a ULID, non-monotonic - see deriveEventId), stamps `now` from its clock, and names the

@@ -5,7 +5,7 @@
  */
 import { EVENT_SCHEMA_VERSION, PROPOSAL_EVENT_TYPES } from './contracts';
 import type { ChildOutcome, EscalationMetadata, Resolution, Response } from './wire-format';
-import type { ProposalDetails } from './proposal.state';
+import type { ProposalDetails } from './proposal.details';
 import type { EscalationRouting } from './escalation-ladder';
 import type { HumanSignOff } from './human-sign-off';
 

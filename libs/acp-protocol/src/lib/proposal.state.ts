@@ -3,50 +3,18 @@
  * does not exist yet), folded from events by `evolveProposal`. Vote totals are kept exact and
  * running, so a decision on a proposal with many responses costs no re-summing.
  */
-import { PROPOSAL_EVENT_TYPES, WIRE_SCHEMA_VERSION } from './contracts';
-import type { EntryType } from './contracts';
+import { PROPOSAL_EVENT_TYPES } from './contracts';
 import { AcpError } from './errors';
 import type { ExactDecimal } from './exact-decimal';
 import type { ProposalEvent } from './proposal.events';
+import type { ProposalDetails } from './proposal.details';
 import { EMPTY_TALLY, VoteTally, addVote, computeWeight } from './weighted-voting';
-import type { ChildOutcome, EscalationMetadata, JsonObject, QuorumPolicySpec, Resolution, Response } from './wire-format';
+import type { ChildOutcome, EscalationMetadata, Resolution, Response } from './wire-format';
 import type { EscalationRouting } from './escalation-ladder';
 import type { HumanSignOff } from './human-sign-off';
 
 /** What a proposal is, fixed at submission (1.4 #3: proposals are immutable). */
-export interface ProposalDetails {
-  schema_version: typeof WIRE_SCHEMA_VERSION;
-  proposal_id: string;
-  type: EntryType;
-  domain: string;
-  author: string;
-  payload: JsonObject;
-  quorum: number;
-  created_at: string;
-  expires_at: string | null;
-  /** null: the default count-based quorum (7.1). */
-  quorum_policy: QuorumPolicySpec | null;
-  /** Child proposal ids (9.3); empty for an ordinary proposal. */
-  depends_on: string[];
-  /** Unanimous quorum (7.3): fixed when submitted. null when not supplied. */
-  eligible_participants: string[] | null;
-  payload_hash: string | null;
-  /**
-   * The security label the edge stamped at submission (null: none). Absent on proposals
-   * submitted before labels were part of the submission: their label, if any, is in a stream
-   * of its own.
-   */
-  security_label?: SecurityLabel | null;
-}
-
-/** Classification (14.5) and payload signature (14.3) of a proposal, as the edge checked them. */
-export interface SecurityLabel {
-  classification: string | null;
-  /** Ed25519 signature of the payload's canonical JSON by the author, base64, as sent. */
-  payload_signature: string | null;
-  /** The author's key that verified it (auth required), or null when it was not checked. */
-  payload_signature_key_id: string | null;
-}
+export type { ProposalDetails, SecurityLabel } from './proposal.details';
 
 export interface RecordedResponse {
   response: Response;
