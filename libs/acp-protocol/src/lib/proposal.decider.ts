@@ -1,109 +1,47 @@
 /**
  * The proposal decider: one small function per command, gathered by `decide`. Each returns the
  * events to append (possibly none) or throws an AcpError with a stable code. No clock, no ids,
- * no I/O: `now` and `command_id` come in on the command, configuration as an argument.
+ * no I/O: `now` and `command_id` come in on the command, configuration as an argument. The
+ * escalation desk's commands (human resolution, routing, the ladder) are in
+ * escalation-desk.decider.ts; what both share is in proposal.decider-kernel.ts.
  */
-import { EVENT_SCHEMA_VERSION, PROPOSAL_COMMAND_TYPES, PROPOSAL_EVENT_TYPES, WIRE_SCHEMA_VERSION } from './contracts';
+import { PROPOSAL_COMMAND_TYPES, PROPOSAL_EVENT_TYPES, WIRE_SCHEMA_VERSION } from './contracts';
 import { AcpError } from './errors';
 import { parentOutcome } from './domain-scoped-resolution';
-import { EscalationPolicyRule, matchEscalationPolicy } from './human-escalation';
-import { dueLadderSteps, ladderStepDueAt } from './escalation-ladder';
-import type { EscalationRouting } from './escalation-ladder';
-import { signOffDecision } from './human-sign-off';
+import { matchEscalationPolicy } from './human-escalation';
 import type {
-  AdvanceEscalationLadder,
-  RouteEscalation,
   EscalateProposal,
   ExpireProposal,
   ProposalCommand,
   RecordChildOutcome,
   RecordResponse,
-  ResolveEscalation,
   ResolveProposal,
   SubmitProposal,
-  CommandMetadata,
 } from './proposal.commands';
-import type { EventEnvelope, ProposalEvent } from './proposal.events';
-import type { EscalatedProposal, PendingProposal, ProposalDetails, ProposalState } from './proposal.state';
-import { DEFAULT_QUORUM_POLICIES, QuorumPolicyRegistry, isQuorumMet, quorumPolicyFor } from './quorum-policies';
+import type { ProposalEvent } from './proposal.events';
+import type { PendingProposal, ProposalDetails, ProposalState } from './proposal.state';
+import { isQuorumMet, quorumPolicyFor } from './quorum-policies';
 import { expirationOutcome, isExpired } from './timeout-and-expiration';
 import { instantOf, isUtcTimestamp } from './timestamps';
-import { assertUlid, deriveEventId } from './ids';
+import { assertUlid } from './ids';
 import { clampFactor, computeWeight, determineOutcome, reportedVotes } from './weighted-voting';
-import type { EscalationMetadata, Resolution } from './wire-format';
+import type { EscalationMetadata } from './wire-format';
+import {
+  DEFAULT_DECIDER_CONFIG,
+  DeciderConfig,
+  Draft,
+  checkMetadata,
+  emit,
+  escalationDraft,
+  requirePending,
+  requireSubmitted,
+  resolution,
+} from './proposal.decider-kernel';
+import { decideAdvanceEscalationLadder, decideResolveEscalation, decideRouteEscalation } from './escalation-desk.decider';
 
-/** Configuration of the decider, validated once at service start and handed in. */
-export interface DeciderConfig {
-  /** 15.5: grace added to expires_at before a proposal may expire (ms, >= 0). */
-  expiryGraceMs: number;
-  /** 10.1 item 3: rules that escalate a proposal on submission. */
-  escalationPolicies: readonly EscalationPolicyRule[];
-  /** 7 / 18.1: quorum policies by kind. */
-  quorumPolicies: QuorumPolicyRegistry;
-}
-
-export const DEFAULT_DECIDER_CONFIG: DeciderConfig = Object.freeze({
-  expiryGraceMs: 0,
-  escalationPolicies: [],
-  quorumPolicies: DEFAULT_QUORUM_POLICIES,
-});
-
-type Draft = { [E in ProposalEvent as E['type']]: { type: E['type']; data: E['data'] } }[ProposalEvent['type']];
-
-/** Wraps drafts in envelopes; the k-th event (from 1) gets deriveEventId(command_id, k). */
-function emit(command: CommandMetadata, proposalId: string, drafts: Draft[]): ProposalEvent[] {
-  return drafts.map(
-    (d, i) =>
-      ({
-        event_id: deriveEventId(command.command_id, i + 1),
-        type: d.type,
-        schema_version: EVENT_SCHEMA_VERSION,
-        occurred_at: command.now,
-        actor: command.actor,
-        causation_id: command.command_id,
-        correlation_id: command.correlation_id ?? proposalId,
-        data: d.data,
-      }) as EventEnvelope<string, unknown> as ProposalEvent,
-  );
-}
-
-function checkMetadata(command: CommandMetadata): void {
-  assertUlid(command.command_id, 'command_id');
-  if (!isUtcTimestamp(command.now)) throw new AcpError('SCHEMA_VIOLATION', 'now must be an ISO 8601 UTC timestamp', 'now');
-  if (typeof command.actor !== 'string' || command.actor.length === 0) {
-    throw new AcpError('SCHEMA_VIOLATION', 'actor is required', 'actor');
-  }
-}
-
-function requireSubmitted(state: ProposalState, proposalId: string): Exclude<ProposalState, { status: 'initial' }> {
-  if (state.status === 'initial') throw new AcpError('PROPOSAL_NOT_FOUND', `proposal ${proposalId} does not exist`, 'proposal_id');
-  return state;
-}
-
-function requirePending(state: ProposalState, proposalId: string): PendingProposal {
-  const s = requireSubmitted(state, proposalId);
-  if (s.status !== 'pending') {
-    throw new AcpError('PROPOSAL_NOT_PENDING', `proposal ${proposalId} is ${s.status}, not pending`, 'proposal_id');
-  }
-  return s;
-}
-
-function resolution(
-  outcome: Resolution['outcome'],
-  trigger: Resolution['trigger'],
-  votes: { votes_for: number; votes_against: number },
-  decidedAt: string,
-  extra: Partial<Resolution> = {},
-): Resolution {
-  return { schema_version: WIRE_SCHEMA_VERSION, outcome, trigger, ...votes, decided_at: decidedAt, ...extra };
-}
-
-function escalationDraft(proposalId: string, res: Resolution, escalation: EscalationMetadata): Draft {
-  return {
-    type: PROPOSAL_EVENT_TYPES.ProposalEscalated,
-    data: { proposal_id: proposalId, resolution: { ...res, escalation }, escalation },
-  };
-}
+export { DEFAULT_DECIDER_CONFIG } from './proposal.decider-kernel';
+export type { DeciderConfig } from './proposal.decider-kernel';
+export { decideAdvanceEscalationLadder, decideResolveEscalation, decideRouteEscalation } from './escalation-desk.decider';
 
 /**
  * What resolving a pending proposal by quorum yields now, or undefined if its quorum policy is
@@ -318,184 +256,6 @@ export function decideEscalateProposal(command: EscalateProposal, state: Proposa
       note: command.data.reason,
     }),
   ]);
-}
-
-function requireEscalated(state: ProposalState, proposalId: string, escalationId: string | undefined): EscalatedProposal {
-  const s = requireSubmitted(state, proposalId);
-  if (s.status !== 'escalated') {
-    throw new AcpError('NOT_ESCALATED', `proposal ${proposalId} is ${s.status}; only an escalated proposal takes a human resolution`, 'proposal_id');
-  }
-  if (escalationId !== undefined && escalationId !== s.desk.escalationId) {
-    throw new AcpError(
-      'NOT_ESCALATED',
-      `escalation ${escalationId} is not the open escalation of proposal ${proposalId} (${s.desk.escalationId})`,
-      'escalation_id',
-    );
-  }
-  return s;
-}
-
-/**
- * 10.2: a human sets approved or rejected, trigger manual. Only from escalated, and only for the
- * escalation and payload the human saw (`escalation_id`, `payload_hash`, when given). Under an
- * M-of-N sign-off route, one human's sign-off is recorded, and the proposal resolves once M of
- * the named humans agree (or at once on a veto, when the route allows one).
- */
-export function decideResolveEscalation(command: ResolveEscalation, state: ProposalState, _config: DeciderConfig): ProposalEvent[] {
-  checkMetadata(command);
-  const d = command.data;
-  const s = requireEscalated(state, d.proposal_id, d.escalation_id);
-  if (d.outcome !== 'approved' && d.outcome !== 'rejected') {
-    throw new AcpError('SCHEMA_VIOLATION', 'outcome must be approved or rejected', 'outcome');
-  }
-  if (d.payload_hash !== undefined) {
-    const expected = s.desk.payloadHash;
-    if (expected === null) {
-      throw new AcpError('CONFLICT', `escalation of ${d.proposal_id} is not bound to a payload hash yet; retry`, 'payload_hash');
-    }
-    if (d.payload_hash !== expected) {
-      throw new AcpError('CONFLICT', `payload_hash ${d.payload_hash} is not the hash of proposal ${d.proposal_id}'s payload (${expected})`, 'payload_hash');
-    }
-  }
-  const votes = { votes_for: s.resolution.votes_for, votes_against: s.resolution.votes_against };
-  const note = d.note ?? null;
-  const rule = s.desk.routing?.sign_off ?? null;
-  if (rule === null) {
-    return emit(command, d.proposal_id, [
-      {
-        type: PROPOSAL_EVENT_TYPES.EscalationResolved,
-        data: {
-          proposal_id: d.proposal_id,
-          resolution: resolution(d.outcome, 'manual', votes, command.now, { resolved_by: d.resolved_by, note, escalation: s.escalation }),
-        },
-      },
-    ]);
-  }
-  if (!rule.of.includes(d.resolved_by)) {
-    throw new AcpError('FORBIDDEN', `${d.resolved_by} is not one of the humans whose sign-off counts for this escalation (${rule.of.join(', ')})`, 'resolved_by');
-  }
-  if (s.desk.signOffs.some((x) => x.by === d.resolved_by)) {
-    throw new AcpError('DUPLICATE_RESPONSE', `${d.resolved_by} has already signed off this escalation; the first sign-off stands`, 'resolved_by');
-  }
-  const signOff = { by: d.resolved_by, outcome: d.outcome, note, at: command.now };
-  const signOffs = [...s.desk.signOffs, signOff];
-  const decision = signOffDecision(rule, signOffs);
-  const approvals = signOffs.filter((x) => x.outcome === 'approved').length;
-  const drafts: Draft[] = [
-    {
-      type: PROPOSAL_EVENT_TYPES.EscalationSignedOff,
-      data: {
-        proposal_id: d.proposal_id,
-        escalation_id: s.desk.escalationId,
-        sign_off: signOff,
-        approvals,
-        rejections: signOffs.length - approvals,
-        required: rule.required,
-      },
-    },
-  ];
-  if (decision.kind === 'resolve') {
-    drafts.push({
-      type: PROPOSAL_EVENT_TYPES.EscalationResolved,
-      data: {
-        proposal_id: d.proposal_id,
-        resolution: resolution(decision.outcome, 'manual', votes, command.now, {
-          resolved_by: d.resolved_by,
-          note,
-          escalation: s.escalation,
-          sign_offs: signOffs,
-          ...(decision.by === 'veto' ? { vetoed: true as const } : {}),
-        }),
-      },
-    });
-  }
-  return emit(command, d.proposal_id, drafts);
-}
-
-function checkRouting(routing: EscalationRouting): void {
-  const names = (v: unknown) => Array.isArray(v) && v.every((n) => typeof n === 'string' && n.length > 0);
-  if (typeof routing !== 'object' || routing === null || !names(routing.assignees) || !Array.isArray(routing.ladder)) {
-    throw new AcpError('SCHEMA_VIOLATION', 'routing must name assignees and a ladder', 'routing');
-  }
-  routing.ladder.forEach((step, i) => {
-    if (!Number.isSafeInteger(step.after_ms) || step.after_ms < 0) {
-      throw new AcpError('SCHEMA_VIOLATION', 'after_ms must be an integer >= 0', `routing.ladder.${i}.after_ms`);
-    }
-    if (step.action === 'default' && i !== routing.ladder.length - 1) {
-      throw new AcpError('SCHEMA_VIOLATION', 'default must be the last ladder step', `routing.ladder.${i}.action`);
-    }
-  });
-  const so = routing.sign_off;
-  if (so !== null && (!names(so.of) || !Number.isSafeInteger(so.required) || so.required < 1 || so.required > so.of.length)) {
-    throw new AcpError('SCHEMA_VIOLATION', 'sign_off needs 1 <= required <= the number of humans in of', 'routing.sign_off');
-  }
-}
-
-/** The escalation desk takes the open escalation: routing and payload hash are fixed from here on. */
-export function decideRouteEscalation(command: RouteEscalation, state: ProposalState, _config: DeciderConfig): ProposalEvent[] {
-  checkMetadata(command);
-  const d = command.data;
-  const s = requireEscalated(state, d.proposal_id, d.escalation_id);
-  if (s.desk.routing !== null) return [];
-  if (typeof d.payload_hash !== 'string' || d.payload_hash.length === 0) {
-    throw new AcpError('SCHEMA_VIOLATION', 'payload_hash is required', 'payload_hash');
-  }
-  if (s.proposal.payload_hash !== null && s.proposal.payload_hash !== d.payload_hash) {
-    throw new AcpError('CONFLICT', `payload_hash ${d.payload_hash} is not the proposal's (${s.proposal.payload_hash})`, 'payload_hash');
-  }
-  checkRouting(d.routing);
-  return emit(command, d.proposal_id, [
-    {
-      type: PROPOSAL_EVENT_TYPES.EscalationRouted,
-      data: { proposal_id: d.proposal_id, escalation_id: s.desk.escalationId, payload_hash: d.payload_hash, routing: d.routing },
-    },
-  ]);
-}
-
-/**
- * The ladder: every step due at `now` (each `after_ms` after the previous one, the first after the
- * escalation), in order. A reminder and a reassignment are events and notifications; the default
- * step ends the escalation with its outcome (trigger timeout) or expiry. Nothing due: no events.
- */
-export function decideAdvanceEscalationLadder(command: AdvanceEscalationLadder, state: ProposalState, _config: DeciderConfig): ProposalEvent[] {
-  checkMetadata(command);
-  const d = command.data;
-  const s = requireEscalated(state, d.proposal_id, d.escalation_id);
-  const routing = s.desk.routing;
-  if (routing === null) return [];
-  const escalatedAt = s.escalation.escalated_at;
-  const base = { proposal_id: d.proposal_id, escalation_id: s.desk.escalationId };
-  let assignees = [...s.desk.assignees];
-  const drafts: Draft[] = dueLadderSteps(escalatedAt, routing.ladder, s.desk.nextStep, command.now).map((index): Draft => {
-    const step = routing.ladder[index];
-    const due_at = ladderStepDueAt(escalatedAt, routing.ladder, index)!;
-    switch (step.action) {
-      case 'remind':
-        return { type: PROPOSAL_EVENT_TYPES.EscalationReminded, data: { ...base, step: index, due_at, assignees } };
-      case 'reassign': {
-        const from = assignees;
-        assignees = [...step.to];
-        return { type: PROPOSAL_EVENT_TYPES.EscalationReassigned, data: { ...base, step: index, due_at, from, to: assignees } };
-      }
-      case 'default': {
-        const votes = { votes_for: s.resolution.votes_for, votes_against: s.resolution.votes_against };
-        const note = `no human resolution within the escalation ladder; default outcome ${step.outcome}`;
-        return {
-          type: PROPOSAL_EVENT_TYPES.EscalationDefaulted,
-          data: {
-            ...base,
-            step: index,
-            resolution: resolution(step.outcome, 'timeout', votes, command.now, { note, escalation: s.escalation, ladder_default: true }),
-          },
-        };
-      }
-      default: {
-        const _exhaustive: never = step;
-        throw new AcpError('INTERNAL', `unknown ladder step ${JSON.stringify(_exhaustive)}`);
-      }
-    }
-  });
-  return emit(command, d.proposal_id, drafts);
 }
 
 /** 9.3: a child's final outcome, recorded on its parent. Recording the same outcome again is a no-op. */
