@@ -20,6 +20,18 @@ describe('JetStreamEventLog specifics', () => {
     await t.dispose();
   });
 
+  it('reads that decide (version, read) go to the stream leader, never to a direct get that a lagging replica may serve', async () => {
+    const stream = `proposal-${ulid()}`;
+    const v = (await t.log.append(stream, [ev('A')], 'no_stream')).version;
+    await t.log.append(stream, [ev('B')], v);
+    const jsm = (t.log as unknown as { jsm: { direct: { getMessage: (...a: unknown[]) => unknown } } }).jsm;
+    const direct = jest.spyOn(jsm.direct, 'getMessage');
+    await t.log.version(stream);
+    await t.log.read(stream);
+    expect(direct).not.toHaveBeenCalled();
+    direct.mockRestore();
+  });
+
   it('reads by walking the commit chain, and by a filtered scan when an append used any or the chain is long', async () => {
     const chained = `proposal-${ulid()}`;
     let v = (await t.log.append(chained, [ev('A')], 'no_stream')).version;

@@ -100,6 +100,35 @@ describe('Reactor', () => {
     await reactor.stop();
   });
 
+  it('given a subscription that ends without being asked to (it resolves as if stopped), then the reactor resumes rather than stay ready while following nothing', async () => {
+    const log = new InMemoryEventLog<E>();
+    let first = true;
+    let endIt!: () => void;
+    const ending = new Proxy(log, {
+      get: (t, p) =>
+        p === 'subscribe'
+          ? (cats: never, from: never, handler: (e: StoredEvent<E>) => Promise<void>): Subscription => {
+              const sub = t.subscribe(cats, from, handler);
+              if (!first) return sub;
+              first = false;
+              const ended = new Promise<void>((r) => (endIt = r));
+              return { caughtUp: sub.caughtUp, closed: ended.then(() => sub.stop()), stop: () => sub.stop() };
+            }
+          : (t as never)[p],
+    }) as EventLog<E>;
+    const { state, definition } = summing();
+    const reactor = new Reactor(ending, definition, jest.fn(), 60_000, new Readiness());
+    await reactor.start();
+    endIt();
+    await until(() => !reactor.isFollowing);
+    await append(log, 1, 4);
+    await until(() => state.seen.length === 4);
+    expect(state.seen).toEqual([1, 2, 3, 4]);
+    await until(() => reactor.isFollowing);
+    expect(reactor.isFollowing).toBe(true);
+    await reactor.stop();
+  });
+
   it('given a handler that fails (a bug, a corrupt record), then the reactor is fatal: not ready, and the fatal handler is told', async () => {
     const log = new InMemoryEventLog<E>();
     const fatal = jest.fn();
