@@ -36,7 +36,6 @@ export { EventStoreDbEventLog, type EventStoreDbEventLogOptions } from './events
 export { eventIdToUuid } from './eventstoredb/event-id-uuid';
 export type { Checkpoint, CheckpointStore, LoadedCheckpoint } from './projection/checkpoint-store';
 export { InMemoryCheckpointStore } from './projection/memory-checkpoint-store';
-export { ProjectionRunner, type Projection, type ProjectionRunnerOptions } from './projection/projection-runner';
 export {
   AggregateCache,
   type AggregateCacheOptions,
