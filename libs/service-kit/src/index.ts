@@ -36,3 +36,8 @@ export type { TimerOutcome, TimerQueueOptions } from './lib/timer-queue';
 export { encodeSnapshot, MemorySnapshots, ObjectStoreSnapshots } from './lib/snapshot-store';
 export type { Snapshot, SnapshotStore } from './lib/snapshot-store';
 export type { SnapshotPolicy } from './lib/reactor';
+// metrics, structured logs (docs/operations.md)
+export { ConclaveMetrics, METRICS, processMetrics } from './lib/metrics';
+export { trackTimerQueue } from './lib/metrics-timers';
+export { formatLine, idIn, inLogContext, logFields, loggingModule, textLines, withLogFields } from './lib/logging';
+export type { LogFields } from './lib/logging';

@@ -1,8 +1,8 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import type { StoredEvent } from '@conclave/event-log';
 import { ensureStream, isNotFound } from '@conclave/messaging';
 import { AuditEntry, chainEntry, GENESIS_HASH } from '@conclave/registry-protocol';
-import { NATS_CONNECTION, Reactor, Reactors, Readiness, rejectionsStream, SERVICE_CONFIG, ServiceConfig, sha256Hex } from '@conclave/service-kit';
+import { ConclaveMetrics, METRICS, NATS_CONNECTION, Reactor, Reactors, Readiness, rejectionsStream, SERVICE_CONFIG, ServiceConfig, sha256Hex } from '@conclave/service-kit';
 import { ConsumerMessages, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import { auditContentOf, rejectionEventOf } from './audit-entry';
 
@@ -56,7 +56,9 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     @Inject(SERVICE_CONFIG) private readonly config: ServiceConfig,
     readiness: Readiness,
+    @Optional() metrics?: ConclaveMetrics,
   ) {
+    metrics?.observe(METRICS.auditChainEntries, {}, () => this.head.seq);
     this.stream = `${config.eventStream}_AUDIT`;
     this.subject = `${config.eventSubjectPrefix}.audit.chain`;
     this.rejections = rejectionsStream(config);

@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { CommandContext, ServiceKitModule } from '@conclave/service-kit';
 import { CouncilCommands } from './council-commands';
 import { CouncilConfig } from './council.config';
+import { CouncilMetrics } from './council-metrics';
 import { CouncilController } from './council.controller';
 import { DecisionOutbox } from './decision-outbox';
 import { RunDriver } from './run-driver';
@@ -16,7 +17,7 @@ export class CouncilModule {
       module: CouncilModule,
       imports: [ServiceKitModule.forRoot('council', config)],
       controllers: [CouncilController],
-      providers: [CommandContext, RunRepository, RunLeases, RunDriver, DecisionOutbox, RunIndex, CouncilCommands],
+      providers: [CommandContext, RunRepository, RunLeases, RunDriver, DecisionOutbox, RunIndex, CouncilCommands, CouncilMetrics],
     };
   }
 }

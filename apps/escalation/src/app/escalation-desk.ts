@@ -1,6 +1,6 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { AcpError, PROPOSAL_COMMAND_TYPES, PROPOSAL_EVENT_TYPES, reactionCommandId, routingFor } from '@conclave/acp-protocol';
-import { CLOCK, Clock, ProposalStore, SERVICE_CONFIG, TimerOutcome, TimerQueue } from '@conclave/service-kit';
+import { CLOCK, Clock, ConclaveMetrics, METRICS, ProposalStore, SERVICE_CONFIG, TimerOutcome, TimerQueue, trackTimerQueue } from '@conclave/service-kit';
 import { ESCALATION_SETTINGS, EscalationConfig, EscalationSettings } from './escalation.config';
 import { EscalationInbox, InboxEntry } from './escalation-inbox';
 import { payloadHash } from './payload-hash';
@@ -31,6 +31,7 @@ export class EscalationDesk implements OnApplicationBootstrap, OnApplicationShut
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ESCALATION_SETTINGS) private readonly settings: EscalationSettings,
     @Inject(SERVICE_CONFIG) config: EscalationConfig,
+    @Optional() metrics?: ConclaveMetrics,
   ) {
     this.timers = new TimerQueue({
       clock,
@@ -44,6 +45,10 @@ export class EscalationDesk implements OnApplicationBootstrap, OnApplicationShut
       this.track(entry);
       if (live && event.type === PROPOSAL_EVENT_TYPES.ProposalEscalated) this.timers.schedule(`route:${entry.proposal_id}`, this.clock.now().getTime());
     });
+    if (metrics) {
+      trackTimerQueue(metrics, 'escalation', this.timers);
+      metrics.observe(METRICS.openEscalations, {}, () => inbox.open().length);
+    }
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import {
   AcpError,
   finalChildOutcome,
@@ -15,7 +15,7 @@ import {
   evolveProposal,
 } from '@conclave/acp-protocol';
 import type { StoredEvent, StreamVersion } from '@conclave/event-log';
-import { CLOCK, Clock, ProposalStore, Reactor, Reactors, TimerOutcome, TimerQueue } from '@conclave/service-kit';
+import { CLOCK, Clock, ConclaveMetrics, METRICS, ProposalStore, Reactor, Reactors, TimerOutcome, TimerQueue, trackTimerQueue } from '@conclave/service-kit';
 
 const ACTOR = 'conclave-resolver';
 
@@ -25,6 +25,8 @@ interface Followed {
   version: StreamVersion | 'no_stream';
   /** Last event folded: reactions due now derive their command ids from it. */
   trigger: string;
+  /** When that event was recorded (ms), for the quorum-to-decision delay. */
+  triggerAt?: number;
 }
 
 /**
@@ -43,15 +45,17 @@ export class ResolutionWatcher implements OnApplicationBootstrap, OnApplicationS
   /** child proposal id → parents waiting for it (from the parents' submissions), in log order. */
   private readonly parentsOf = new Map<string, string[]>();
   /** Reactions waiting in the timer queue, by key. */
-  private readonly reactions = new Map<string, { reaction: ResolverReaction; trigger: string; slot: number }>();
+  private readonly reactions = new Map<string, { reaction: ResolverReaction; trigger: string; slot: number; since?: number }>();
   private readonly reactor: Reactor<ProposalEvent>;
   private readonly timers: TimerQueue;
   private live = false;
+  private readonly quorumToDecision;
 
   constructor(
     private readonly store: ProposalStore,
     @Inject(CLOCK) private readonly clock: Clock,
     reactors: Reactors,
+    @Optional() metrics?: ConclaveMetrics,
   ) {
     this.timers = new TimerQueue({
       clock,
@@ -77,6 +81,17 @@ export class ResolutionWatcher implements OnApplicationBootstrap, OnApplicationS
         },
       },
     });
+    if (metrics) {
+      trackTimerQueue(metrics, 'resolver', this.timers);
+      metrics.observe(METRICS.pendingProposals, {}, () => this.pendingCount());
+    }
+    this.quorumToDecision = metrics?.histogram(METRICS.quorumToDecision);
+  }
+
+  private pendingCount(): number {
+    let n = 0;
+    for (const f of this.open.values()) if (f.state.status === 'pending') n++;
+    return n;
   }
 
   /** Reactions waiting or being retried (for metrics and tests). */
@@ -101,6 +116,7 @@ export class ResolutionWatcher implements OnApplicationBootstrap, OnApplicationS
     const followed = this.open.get(id) ?? { state: initialProposalState, version: 'no_stream', trigger: event.event_id };
     followed.state = evolveProposal(followed.state, event);
     followed.trigger = event.event_id;
+    followed.triggerAt = Date.parse(event.occurred_at);
     if (!endOfCommit) {
       this.open.set(id, followed);
       return;
@@ -130,7 +146,7 @@ export class ResolutionWatcher implements OnApplicationBootstrap, OnApplicationS
     resolverReactions(followed.state, this.parentsOf.get(id) ?? [], this.store.decider).forEach((reaction, slot) => {
       const key = reaction.kind === 'resolve' ? `resolve:${id}` : `child:${reaction.proposal_id}:${id}`;
       if (this.reactions.has(key)) return;
-      this.reactions.set(key, { reaction, trigger: followed.trigger, slot });
+      this.reactions.set(key, { reaction, trigger: followed.trigger, slot, since: followed.triggerAt });
       this.timers.schedule(key, this.clock.now().getTime());
     });
   }
@@ -149,7 +165,10 @@ export class ResolutionWatcher implements OnApplicationBootstrap, OnApplicationS
           return 'done';
         }
         const loaded = { stream: proposalStream(reaction.proposal_id), state: followed.state, version: followed.version, cached: true };
-        await this.store.execute({ type: PROPOSAL_COMMAND_TYPES.ResolveProposal, ...command, data: { proposal_id: reaction.proposal_id } }, loaded);
+        const outcome = await this.store.execute({ type: PROPOSAL_COMMAND_TYPES.ResolveProposal, ...command, data: { proposal_id: reaction.proposal_id } }, loaded);
+        if (!outcome.duplicate && outcome.events.length > 0 && queued.since !== undefined) {
+          this.quorumToDecision?.observe(Math.max(0, Date.parse(command.now) - queued.since) / 1000);
+        }
       } else {
         await this.store.execute({
           type: PROPOSAL_COMMAND_TYPES.RecordChildOutcome,

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import {
   AcpError,
   expiryDeadlineMs,
@@ -10,7 +10,7 @@ import {
   reactionCommandId,
 } from '@conclave/acp-protocol';
 import type { StoredEvent } from '@conclave/event-log';
-import { CLOCK, Clock, ProposalStore, Reactor, Reactors, SERVICE_CONFIG, TimerOutcome, TimerQueue } from '@conclave/service-kit';
+import { CLOCK, Clock, ConclaveMetrics, ProposalStore, Reactor, Reactors, SERVICE_CONFIG, TimerOutcome, TimerQueue, trackTimerQueue } from '@conclave/service-kit';
 import { SweeperConfig } from './sweeper.config';
 
 const ACTOR = 'conclave-sweeper';
@@ -36,6 +36,7 @@ export class ExpirySweeper implements OnApplicationBootstrap, OnApplicationShutd
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(SERVICE_CONFIG) private readonly config: SweeperConfig,
     reactors: Reactors,
+    @Optional() metrics?: ConclaveMetrics,
   ) {
     this.timers = new TimerQueue({
       clock,
@@ -59,6 +60,7 @@ export class ExpirySweeper implements OnApplicationBootstrap, OnApplicationShutd
         },
       },
     });
+    if (metrics) trackTimerQueue(metrics, 'sweeper', this.timers);
   }
 
   /** Pending proposals with a deadline, including those being retried (for metrics and the benchmark). */

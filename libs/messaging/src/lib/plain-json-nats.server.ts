@@ -37,6 +37,24 @@ export interface PlainJsonNatsServerOptions {
   queue: string;
   /** Largest accepted request body; larger ones get PAYLOAD_TOO_LARGE and touch nothing. */
   maxPayloadBytes: number;
+  /** Metrics, log context and traces; nothing it does changes a reply. */
+  observer?: RequestObserver;
+}
+
+/** One request as an observer sees it: `body` once it parsed. */
+export interface ObservedRequest {
+  readonly pattern: string;
+  readonly subject: string;
+  readonly headers: MsgHdrs | undefined;
+  readonly body?: unknown;
+}
+
+/** Told of every request the server answers. */
+export interface RequestObserver {
+  /** Runs the handler (a log context, a span around it); must return what `handle` returns. */
+  around?<T>(request: ObservedRequest, handle: () => Promise<T>): Promise<T>;
+  /** The reply sent (or that would have been, for a request without a reply subject) and the time taken. */
+  replied?(request: ObservedRequest, reply: unknown, seconds: number): void;
 }
 
 /**
@@ -101,13 +119,21 @@ export class PlainJsonNatsServer extends Server implements CustomTransportStrate
   }
 
   private async handle(pattern: string, msg: Msg): Promise<void> {
+    const started = performance.now();
+    let reply: unknown;
     try {
-      const reply = await this.replyFor(pattern, msg);
+      reply = await this.replyFor(pattern, msg);
       if (msg.reply) this.respond(msg, reply);
     } catch (err) {
       // Never let one request take the process down: log, and answer INTERNAL if we still can.
       this.logger.error(`request on ${msg.subject} failed outside its handler`, (err as Error)?.stack);
-      if (msg.reply) this.respond(msg, errorReply(new AcpError('INTERNAL', 'internal error; the command was not applied')));
+      reply = errorReply(new AcpError('INTERNAL', 'internal error; the command was not applied'));
+      if (msg.reply) this.respond(msg, reply);
+    }
+    try {
+      this.options.observer?.replied?.({ pattern, subject: msg.subject, headers: msg.headers }, reply, (performance.now() - started) / 1000);
+    } catch (err) {
+      this.logger.warn(`request observer failed: ${(err as Error)?.message}`);
     }
   }
 
@@ -159,8 +185,12 @@ export class PlainJsonNatsServer extends Server implements CustomTransportStrate
     }
     try {
       const context = new PlainNatsContext([msg.subject, msg.data, msg.headers, this.maxReplyBytes()]);
-      const result = await handler(body, context);
-      return isObservable(result) ? await lastValueFrom(result) : result;
+      const invoke = async () => {
+        const result = await handler(body, context);
+        return isObservable(result) ? await lastValueFrom(result) : result;
+      };
+      const around = this.options.observer?.around;
+      return around ? await around.call(this.options.observer, { pattern, subject: msg.subject, headers: msg.headers, body }, invoke) : await invoke();
     } catch (err) {
       if (err instanceof AcpError) {
         return errorReply(err);

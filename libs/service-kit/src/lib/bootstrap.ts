@@ -1,18 +1,13 @@
-import { ConsoleLogger, INestApplication, LogLevel, Type } from '@nestjs/common';
+import { DynamicModule, INestApplication, Logger, Module, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NatsConnection } from 'nats';
+import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { PlainJsonNatsServer } from '@conclave/messaging';
 import { NATS_CONNECTION } from './tokens';
 import { ServiceConfig } from './service-config';
-
-const LEVELS: Record<string, LogLevel[]> = {
-  error: ['fatal', 'error'],
-  warn: ['fatal', 'error', 'warn'],
-  log: ['fatal', 'error', 'warn', 'log'],
-  info: ['fatal', 'error', 'warn', 'log'],
-  debug: ['fatal', 'error', 'warn', 'log', 'debug'],
-  verbose: ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'],
-};
+import { loggingModule } from './logging';
+import { ConclaveMetrics } from './metrics';
+import { combineObservers, logContextObserver, metricsObserver } from './metrics-requests';
 
 export interface BootstrapOptions {
   name: string;
@@ -20,18 +15,27 @@ export interface BootstrapOptions {
   config: ServiceConfig;
   /** Serve `@MessagePattern` handlers on `<prefix>.<pattern>` in this queue group. */
   commands?: { subjectPrefix: string; queue: string; maxPayloadBytes: number };
+  /** Where log lines go instead of stdout (tests). */
+  logDestination?: NodeJS.WritableStream;
 }
 
+/** The service's module under the logger. */
+@Module({})
+class ServiceRoot {}
+
 /**
- * The one way a Conclave service starts: HTTP for health and metrics, an optional plain-JSON
- * NATS command server, shutdown hooks for a graceful drain on SIGTERM.
+ * The one way a Conclave service starts: structured logs, HTTP for health and metrics, an
+ * optional plain-JSON NATS command server (measured, and each request's ids on its log lines),
+ * shutdown hooks for a graceful drain on SIGTERM.
  */
 export async function bootstrapService(options: BootstrapOptions): Promise<INestApplication> {
-  const logger = new ConsoleLogger(options.name, {
-    json: options.config.logFormat === 'json',
-    logLevels: LEVELS[options.config.logLevel],
-  });
-  const app = await NestFactory.create(options.module as Type<unknown>, { logger, bufferLogs: true });
+  const root: DynamicModule = {
+    module: ServiceRoot,
+    imports: [loggingModule(options.name, options.config, options.logDestination), options.module as DynamicModule],
+  };
+  const app = await NestFactory.create(root, { bufferLogs: true });
+  app.useLogger(app.get(PinoNestLogger));
+  const logger = new Logger(options.name);
   app.enableShutdownHooks();
   if (options.commands) {
     app.connectMicroservice(
@@ -39,6 +43,7 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
         strategy: new PlainJsonNatsServer({
           connection: app.get<NatsConnection>(NATS_CONNECTION),
           ...options.commands,
+          observer: combineObservers(metricsObserver(app.get(ConclaveMetrics)), logContextObserver()),
         }),
       },
       { inheritAppConfig: true },

@@ -1,11 +1,15 @@
 import { Controller, Get, Header, HttpException, HttpStatus } from '@nestjs/common';
-import { register } from 'prom-client';
+import { Registry } from 'prom-client';
+import { ConclaveMetrics } from './metrics';
 import { Readiness } from './readiness';
 
 /** Liveness, readiness and Prometheus metrics for every service. */
 @Controller()
 export class HealthController {
-  constructor(private readonly readiness: Readiness) {}
+  constructor(
+    private readonly readiness: Readiness,
+    private readonly metrics: ConclaveMetrics,
+  ) {}
 
   @Get('healthz')
   live(): { ok: true } {
@@ -20,8 +24,8 @@ export class HealthController {
   }
 
   @Get('metrics')
-  @Header('Content-Type', register.contentType)
-  metrics(): Promise<string> {
-    return register.metrics();
+  @Header('Content-Type', Registry.PROMETHEUS_CONTENT_TYPE)
+  metricsText(): Promise<string> {
+    return this.metrics.exposition();
   }
 }

@@ -1,8 +1,9 @@
-import { Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { CategoryFilter, CheckpointConflictError, CheckpointStore, EventLog, LogEvent, StartFrom, StoredEvent, Subscription } from '@conclave/event-log';
 import { publishJsonOnce } from '@conclave/messaging';
 import { NatsConnection } from 'nats';
 import { Readiness } from './readiness';
+import { ConclaveMetrics, METRICS } from './metrics';
 
 /** One JetStream message an outbox derives from a log event. */
 export interface OutboxMessage {
@@ -36,6 +37,9 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
   private stopping = false;
   /** Publishes awaiting their acknowledgement; the checkpoint never passes an unacknowledged one. */
   private inFlight: Promise<unknown>[] = [];
+  /** Set by Nest after construction (subclasses keep their constructors). */
+  @Optional() @Inject(ConclaveMetrics) private readonly metrics?: ConclaveMetrics;
+  private meters: { latency: ReturnType<ConclaveMetrics['histogram']>; published: ReturnType<ConclaveMetrics['counter']>; restarts: ReturnType<ConclaveMetrics['counter']> } | undefined;
 
   protected constructor(
     private readonly outbox: { checkpoint: string; categories: CategoryFilter },
@@ -54,6 +58,14 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
   protected abstract messagesFor(event: StoredEvent<E>): Promise<OutboxMessage[]>;
 
   async onApplicationBootstrap(): Promise<void> {
+    if (this.metrics) {
+      this.meters = {
+        latency: this.metrics.histogram(METRICS.outboxPublishDuration),
+        published: this.metrics.counter(METRICS.outboxPublished),
+        restarts: this.metrics.counter(METRICS.outboxRestarts),
+      };
+      this.metrics.observe(METRICS.outboxPending, { outbox: this.outbox.checkpoint }, () => this.inFlight.length);
+    }
     await this.prepare();
     const stored = await this.checkpoints.load(this.outbox.checkpoint);
     this.position = stored?.position ?? 'start';
@@ -79,15 +91,31 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
 
   private async publish(event: StoredEvent<E>): Promise<void> {
     const js = this.nc.jetstream();
-    for (const m of await this.messagesFor(event)) this.inFlight.push(publishJsonOnce(js, m.subject, m.body, m.msgId));
+    for (const m of await this.messagesFor(event)) this.inFlight.push(this.measured(publishJsonOnce(js, m.subject, m.body, m.msgId)));
     this.position = event.position;
     if (++this.unsaved >= SAVE_EVERY || this.inFlight.length >= MAX_IN_FLIGHT) await this.save();
     else this.timer ??= setTimeout(() => void this.save().catch((err: Error) => this.restart(err)), SAVE_AFTER_MS);
   }
 
+  private measured<T>(ack: Promise<T>): Promise<T> {
+    const meters = this.meters;
+    if (!meters) return ack;
+    const labels = { outbox: this.outbox.checkpoint };
+    const end = meters.latency.startTimer(labels);
+    void ack.then(
+      () => {
+        end();
+        meters.published.inc(labels);
+      },
+      () => undefined,
+    );
+    return ack;
+  }
+
   /** After a failed publish or subscription: resume from the last saved checkpoint. */
   private restart(err: Error): void {
     if (this.stopping) return;
+    this.meters?.restarts.inc({ outbox: this.outbox.checkpoint });
     this.logger.error(`${this.outbox.checkpoint} restarting from its checkpoint: ${err.message}`);
     const old = this.subscription;
     this.subscription = undefined;

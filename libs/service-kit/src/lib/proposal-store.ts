@@ -24,6 +24,9 @@ import {
 } from '@conclave/event-log';
 import { Readiness } from './readiness';
 import { DECIDER_CONFIG, EVENT_LOG } from './tokens';
+import { withLogFields } from './logging';
+import { ConclaveMetrics } from './metrics';
+import { proposalOutcomeRecorder, trackProposalCache } from './metrics-proposals';
 
 export interface ProposalStoreOptions {
   decider: DeciderConfig;
@@ -47,12 +50,14 @@ export class ProposalStore implements OnApplicationBootstrap, OnApplicationShutd
   private readonly options: ProposalStoreOptions;
   private readonly proposalDecider: Pick<Decider<ProposalState, ProposalCommand, ProposalEvent>, 'decide' | 'evolve'>;
   private started = false;
+  private readonly recordOutcome: ReturnType<typeof proposalOutcomeRecorder> | undefined;
 
   constructor(
     @Inject(EVENT_LOG) readonly log: EventLog<LogEvent>,
     @Inject(DECIDER_CONFIG) decider: DeciderConfig,
     @Optional() readiness?: Readiness,
     @Optional() @Inject('PROPOSAL_STORE_OPTIONS') options?: Omit<ProposalStoreOptions, 'decider'>,
+    @Optional() metrics?: ConclaveMetrics,
   ) {
     this.options = { ...options, decider };
     this.maxAttempts = this.options.maxAttempts ?? 8;
@@ -64,6 +69,10 @@ export class ProposalStore implements OnApplicationBootstrap, OnApplicationShutd
       evolve: evolveProposal,
       maxEntries: this.options.maxCachedProposals ?? 10_000,
     });
+    if (metrics) {
+      this.recordOutcome = proposalOutcomeRecorder(metrics);
+      trackProposalCache(metrics, this.cache.stats);
+    }
   }
 
   get decider(): DeciderConfig {
@@ -99,11 +108,15 @@ export class ProposalStore implements OnApplicationBootstrap, OnApplicationShutd
   async execute(command: ProposalCommand, loaded?: LoadedAggregate<ProposalState>): Promise<CommandOutcome<ProposalState, ProposalEvent>> {
     const stream = proposalStream(command.data.proposal_id);
     try {
-      return await handleCommand(this.cache, stream, this.proposalDecider, command, {
-        maxAttempts: this.maxAttempts,
-        loaded,
-        onConflict: (s, attempt) => this.logger.debug(`version conflict on ${s}, attempt ${attempt}: deciding again`),
-      });
+      const outcome = await withLogFields({ command_id: command.command_id, proposal_id: command.data.proposal_id }, () =>
+        handleCommand(this.cache, stream, this.proposalDecider, command, {
+          maxAttempts: this.maxAttempts,
+          loaded,
+          onConflict: (s, attempt) => this.logger.debug(`version conflict on ${s}, attempt ${attempt}: deciding again`),
+        }),
+      );
+      this.recordOutcome?.(command, outcome);
+      return outcome;
     } catch (err) {
       if (err instanceof CommandConflictError) {
         this.logger.warn(`${stream}: still conflicting after ${err.attempts} attempts`);

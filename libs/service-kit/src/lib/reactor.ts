@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import {
   CategoryFilter,
   EventLog,
@@ -10,8 +10,13 @@ import {
 } from '@conclave/event-log';
 import { Readiness } from './readiness';
 import { ServiceConfig } from './service-config';
-import { EVENT_LOG, FATAL, SERVICE_CONFIG, SERVICE_NAME, SNAPSHOTS } from './tokens';
+import { EVENT_LOG, FATAL, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_NAME, SNAPSHOTS } from './tokens';
 import { encodeSnapshot, type SnapshotStore } from './snapshot-store';
+import { NatsConnection } from 'nats';
+import { inLogContext } from './logging';
+import { ConclaveMetrics } from './metrics';
+import { categoryHeadProbe } from './metrics-event-log';
+import { trackReactor } from './metrics-reactors';
 
 /** What a service does when a part of it can no longer work: exit, so it is restarted. */
 export type FatalHandler = (part: string, err: unknown) => void;
@@ -154,7 +159,8 @@ export class Reactor<E extends LogEvent> {
 
   private async follow(): Promise<void> {
     const sub = this.log.subscribe(this.definition.categories, this.position, async (e) => {
-      await this.definition.apply(e);
+      // Lines logged while applying name the reactor, the proposal and the command behind the event.
+      await inLogContext({ reactor: this.definition.name, ...eventIds(e) }, () => this.definition.apply(e));
       this.position = e.position;
       this.handled++;
       if (this.snapshots && this.definition.snapshot) {
@@ -221,7 +227,13 @@ export class Reactor<E extends LogEvent> {
   }
 }
 
-/** Makes reactors with the service's log, readiness and fatal handler. */
+function eventIds(e: StoredEvent<LogEvent>): { proposal_id?: string; run_id?: string; command_id?: string } {
+  const event = e.event as LogEvent & { causation_id?: unknown; data?: { proposal_id?: unknown; run_id?: unknown } };
+  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  return { proposal_id: str(event.data?.proposal_id), run_id: str(event.data?.run_id), command_id: str(event.causation_id) };
+}
+
+/** Makes reactors with the service's log, readiness and fatal handler (and their metrics). */
 @Injectable()
 export class Reactors {
   constructor(
@@ -231,7 +243,12 @@ export class Reactors {
     @Inject(SERVICE_NAME) private readonly service: string,
     @Inject(SNAPSHOTS) private readonly snapshots: SnapshotStore,
     private readonly readiness: Readiness,
+    @Optional() private readonly metrics?: ConclaveMetrics,
+    @Optional() @Inject(NATS_CONNECTION) private readonly nc?: NatsConnection,
   ) {}
+
+  private readonly headOf = () => (this.probe ??= categoryHeadProbe(this.config, this.nc));
+  private probe: ReturnType<typeof categoryHeadProbe>;
 
   create<E extends LogEvent>(definition: ReactorDefinition<E>): Reactor<E> {
     const policy = {
@@ -240,6 +257,8 @@ export class Reactors {
       everyEvents: this.config.snapshotEveryEvents,
       everyMs: this.config.snapshotEveryMs,
     };
-    return new Reactor(this.log as unknown as EventLog<E>, definition, this.fatal, this.config.resubscribeGiveUpMs, this.readiness, policy);
+    const reactor = new Reactor(this.log as unknown as EventLog<E>, definition, this.fatal, this.config.resubscribeGiveUpMs, this.readiness, policy);
+    if (this.metrics) trackReactor(this.metrics, definition.name, definition.categories, reactor, this.headOf());
+    return reactor;
   }
 }

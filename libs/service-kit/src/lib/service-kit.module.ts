@@ -5,7 +5,9 @@ import { ConfigError } from './config';
 import { HealthController } from './health.controller';
 import { Readiness } from './readiness';
 import { ServiceConfig } from './service-config';
-import { eventLogProviders } from './event-log.provider';
+import { createEventLog, eventLogProviders } from './event-log.provider';
+import { ConclaveMetrics } from './metrics';
+import { MeteredEventLog } from './metrics-event-log';
 import { EVENT_LOG, FATAL, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_NAME } from './tokens';
 import { fatalHandlerFor, Reactors } from './reactor';
 import { runtimeProviders } from './runtime';
@@ -69,7 +71,14 @@ export class ServiceKitModule {
           },
         },
         ...runtimeProviders,
-        ...eventLogProviders,
+        ConclaveMetrics,
+        ...eventLogProviders.filter((p) => (p as { provide: symbol }).provide !== EVENT_LOG),
+        {
+          // The log with its appends counted and timed.
+          provide: EVENT_LOG,
+          inject: [SERVICE_CONFIG, NATS_CONNECTION, ConclaveMetrics],
+          useFactory: async (c: ServiceConfig, nc: NatsConnection, metrics: ConclaveMetrics) => new MeteredEventLog(await createEventLog(c, nc), metrics),
+        },
         NatsConnectionCloser,
         { provide: FATAL, useValue: fatalHandlerFor(config) },
         Reactors,
@@ -81,6 +90,7 @@ export class ServiceKitModule {
         SERVICE_CONFIG,
         NATS_CONNECTION,
         Readiness,
+        ConclaveMetrics,
         ...runtimeProviders.map((p) => (p as { provide: symbol }).provide),
         ...eventLogProviders.map((p) => (p as { provide: symbol }).provide),
       ],

@@ -1,0 +1,132 @@
+import {
+  AppendResult,
+  CategoryFilter,
+  ConcurrencyError,
+  EventHandler,
+  EventLog,
+  ExpectedVersion,
+  LogEvent,
+  ReadResult,
+  StartFrom,
+  StreamVersion,
+  Subscription,
+  categoryOf,
+} from '@conclave/event-log';
+import { NatsConnection } from 'nats';
+import { ConclaveMetrics, METRICS } from './metrics';
+import { ServiceConfig } from './service-config';
+
+/**
+ * The event log with its appends counted and timed (by stream category and result). Everything
+ * else passes straight through.
+ */
+export class MeteredEventLog<E extends LogEvent = LogEvent> implements EventLog<E> {
+  private readonly appends;
+  private readonly appended;
+  private readonly latency;
+
+  constructor(
+    private readonly inner: EventLog<E>,
+    private readonly metrics: ConclaveMetrics,
+  ) {
+    this.appends = metrics.counter(METRICS.logAppends);
+    this.appended = metrics.counter(METRICS.logAppendedEvents);
+    this.latency = metrics.histogram(METRICS.logAppendDuration);
+  }
+
+  async append(stream: string, events: readonly E[], expected: ExpectedVersion): Promise<AppendResult> {
+    const category = safeCategory(stream);
+    const end = this.latency.startTimer({ category });
+    try {
+      const result = await this.inner.append(stream, events, expected);
+      this.appends.inc({ category, result: result.duplicate ? 'duplicate' : 'ok' });
+      if (!result.duplicate) {
+        this.appended.inc({ category }, events.length);
+        this.metrics.appended(category, events);
+      }
+      return result;
+    } catch (err) {
+      this.appends.inc({ category, result: err instanceof ConcurrencyError ? 'conflict' : 'error' });
+      throw err;
+    } finally {
+      end();
+    }
+  }
+
+  read(stream: string): Promise<ReadResult<E>> {
+    return this.inner.read(stream);
+  }
+
+  version(stream: string): Promise<StreamVersion | 'no_stream'> {
+    return this.inner.version(stream);
+  }
+
+  head(): Promise<StartFrom> {
+    return this.inner.head();
+  }
+
+  subscribe(categories: CategoryFilter, from: StartFrom, handler: EventHandler<E>): Subscription {
+    return this.inner.subscribe(categories, from, handler);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+function safeCategory(stream: string): string {
+  try {
+    return categoryOf(stream);
+  } catch {
+    return 'invalid';
+  }
+}
+
+/** The number a position starts with: a JetStream sequence (EventStoreDB: a commit position). */
+export function positionNumber(position: StartFrom): number {
+  if (position === 'start') return 0;
+  const n = Number(/^\d+/.exec(position)?.[0]);
+  return Number.isFinite(n) ? n : NaN;
+}
+
+const PROBE_TIMEOUT_MS = 1_000;
+
+/**
+ * The sequence of the newest event in some categories, asked of JetStream at scrape time (one
+ * last-by-subject get per category). Undefined when the log is not JetStream or cannot answer:
+ * a reactor's lag is then not reported rather than guessed.
+ */
+export function categoryHeadProbe(config: ServiceConfig, nc: NatsConnection | undefined): ((categories: CategoryFilter) => Promise<number | undefined>) | undefined {
+  if (config.eventStoreUrl || !nc) return undefined;
+  const subjects = (categories: CategoryFilter) =>
+    categories === '*' ? [`${config.eventSubjectPrefix}.evt.>`] : categories.map((c) => `${config.eventSubjectPrefix}.evt.${c}.*`);
+  return async (categories) => {
+    const jsm = await nc.jetstreamManager();
+    let newest = 0;
+    for (const subject of subjects(categories)) {
+      const seq = await withTimeout(
+        jsm.streams.getMessage(config.eventStream, { last_by_subj: subject }).then(
+          (m) => m.seq,
+          (err: { code?: string; api_error?: { err_code?: number } }) => {
+            // No event of that category yet.
+            if (err?.api_error?.err_code === 10037 || err?.code === '404') return 0;
+            throw err;
+          },
+        ),
+      );
+      newest = Math.max(newest, seq);
+    }
+    return newest;
+  };
+}
+
+function withTimeout<T>(p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('timed out')), PROBE_TIMEOUT_MS);
+      timer.unref();
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,78 @@
+import type { PlainJsonNatsServerOptions } from '@conclave/messaging';
+import { idIn, inLogContext } from './logging';
+import { ConclaveMetrics, METRICS } from './metrics';
+
+export type RequestObserver = NonNullable<PlainJsonNatsServerOptions['observer']>;
+type ObservedRequest = Parameters<NonNullable<RequestObserver['replied']>>[0];
+
+const REFUSALS = new Set(['UNAUTHENTICATED', 'FORBIDDEN']);
+const REASON = /^[a-z_]{1,40}$/;
+
+/**
+ * Counts and times every NATS API request by subject (the pattern, without the deployment's
+ * prefix), errors by code, and authentication/authorization refusals by the field refused.
+ */
+export function metricsObserver(metrics: ConclaveMetrics): RequestObserver {
+  const requests = metrics.counter(METRICS.apiRequests);
+  const errors = metrics.counter(METRICS.apiErrors);
+  const duration = metrics.histogram(METRICS.apiDuration);
+  const refusals = metrics.counter(METRICS.authRefusals);
+  return {
+    replied(request, reply, seconds) {
+      const subject = request.pattern;
+      requests.inc({ subject });
+      duration.observe({ subject }, seconds);
+      const error = errorOf(reply);
+      if (!error) return;
+      errors.inc({ subject, code: error.code });
+      if (REFUSALS.has(error.code)) refusals.inc({ subject, code: error.code, reason: error.field && REASON.test(error.field) ? error.field : 'none' });
+    },
+  };
+}
+
+/** Each request's handling in a log context of its own: the subject and the ids its body names. */
+export function logContextObserver(): RequestObserver {
+  return {
+    around(request, handle) {
+      return inLogContext(
+        {
+          subject: request.pattern,
+          proposal_id: idIn(request.body, 'proposal_id'),
+          run_id: idIn(request.body, 'run_id'),
+          trace_id: traceIdOf(request),
+        },
+        handle,
+      );
+    },
+  };
+}
+
+/** The trace id of a W3C `traceparent` header, when the request carries one. */
+export function traceIdOf(request: Pick<ObservedRequest, 'headers'>): string | undefined {
+  const header = request.headers?.get('traceparent');
+  const m = header ? /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(header) : null;
+  return m ? m[1] : undefined;
+}
+
+/** Observers one inside the other: the first one's `around` outermost. */
+export function combineObservers(...observers: RequestObserver[]): RequestObserver {
+  return {
+    around<T>(request: ObservedRequest, handle: () => Promise<T>): Promise<T> {
+      const wrapped = observers.reduceRight<() => Promise<T>>((inner, o) => {
+        const around = o.around?.bind(o);
+        return around ? () => around(request, inner) : inner;
+      }, handle);
+      return wrapped();
+    },
+    replied(request, reply, seconds) {
+      for (const o of observers) o.replied?.(request, reply, seconds);
+    },
+  };
+}
+
+function errorOf(reply: unknown): { code: string; field?: string } | undefined {
+  if (!reply || typeof reply !== 'object' || (reply as { ok?: unknown }).ok !== false) return undefined;
+  const error = (reply as { error?: { code?: unknown; field?: unknown } }).error;
+  if (!error || typeof error.code !== 'string') return undefined;
+  return { code: error.code, field: typeof error.field === 'string' ? error.field : undefined };
+}
