@@ -36,12 +36,12 @@ describe('conclave CLI: council demo and council validate', () => {
 
     const dir = mkdtempSync(join(tmpdir(), 'council-'));
     const file = join(dir, 'run.json');
-    writeFileSync(file, JSON.stringify(await c.client.get(d.run_id)));
+    writeFileSync(file, JSON.stringify(await c.client.get(d.run_id, 'human-owner')));
     const ok = await cli('council', 'validate', file);
     expect(ok.exitCode).toBe(0);
     expect(ok.out[0]).toMatch(/^VALID RunRecord/);
 
-    const broken = JSON.parse(JSON.stringify(await c.client.get(d.run_id)));
+    const broken = JSON.parse(JSON.stringify(await c.client.get(d.run_id, 'human-owner')));
     broken.artifacts.candidates[0].author_member_id = undefined;
     writeFileSync(file, JSON.stringify(broken));
     const bad = await cli('council', 'validate', file);

@@ -51,9 +51,11 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
     expect(record.decision_owner).toBe('human-owner');
     expect(record.grounded_in.every((ref) => !ref.startsWith('anon-'))).toBe(true);
 
-    const run = await c.client.get(runId);
+    const run = await c.client.get(runId, 'human-owner');
     expect(run.rounds.map((r) => r.stop_reason ?? r.decision)).toEqual(['revise', 'all-material-issues-resolved-or-retained']);
     expect(run.anonymization.mapping).toHaveLength(3);
+    // Anyone else's copy (with authentication off, any declared reader) omits the mapping.
+    expect((await c.client.get(runId)).anonymization).toEqual({ restricted: true, withheld: true, mapping: [] });
     // Independence and blindness, on the bodies the members actually received.
     const all = Object.values(members).flatMap((m) => m.tasks);
     for (const t of all.filter((x) => x.stage === 'proposal')) expect(JSON.stringify(t.inputs)).not.toMatch(/cand-/);

@@ -56,10 +56,11 @@ export function registerCouncilCommands(program: Command): void {
 
   council
     .command('get <run_id>')
-    .description('print the RunRecord of a run (it includes the anonymisation mapping: an audit view)')
-    .action((runId: string) =>
+    .description('print the RunRecord of a run (the anonymisation mapping only for the decision owner, once the run has ended)')
+    .option('--actor <participant_id>', 'who reads (with authentication off; the decision owner sees the mapping after the run)')
+    .action((runId: string, opts: { actor?: string }) =>
       withCouncil(async (client, json) => {
-        const record = await client.get(runId);
+        const record = await client.get(runId, opts.actor);
         console.log(json ? JSON.stringify(record) : JSON.stringify(record, null, 2));
       }),
     );

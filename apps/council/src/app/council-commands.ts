@@ -1,15 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
-import {
-  COUNCIL_COMMAND_TYPES as C,
-  CouncilError,
-  EMPTY_RUN,
-  RunRecord,
-  buildRunRecord,
-  decide,
-  foldRun,
-} from '@conclave/council-protocol';
+import { COUNCIL_COMMAND_TYPES as C, CouncilError, EMPTY_RUN, RunRecord, decide, foldRun, runReaderRole, runRecordFor } from '@conclave/council-protocol';
 import { ConcurrencyError } from '@conclave/event-log';
-import { CommandContext, IDS, IdGenerator } from '@conclave/service-kit';
+import { CommandContext, IDS, IdGenerator, Identity } from '@conclave/service-kit';
 import { RunDriver } from './run-driver';
 import { RunRepository } from './run-repository';
 
@@ -33,10 +25,17 @@ function runIdOf(o: Record<string, unknown>): string {
   return id;
 }
 
+/** The actor a body declares, if any: with authentication on it must be the signer. */
+export function declaredActor(input: unknown): string | undefined {
+  const v = input !== null && typeof input === 'object' ? (input as Record<string, unknown>)['actor'] : undefined;
+  return typeof v === 'string' ? v : undefined;
+}
+
 /**
- * The use cases behind the Council subjects. Each parses the body, stamps time, ids and the
- * actor at the edge, and runs the pure decider; a broken rule is a CouncilError, mapped to the
- * reply by the controller.
+ * The use cases behind the Council subjects. Each takes the identity the edge authenticated
+ * (CommandContext, the same seam as ACP commands), parses the body, stamps time and ids, and
+ * runs the pure decider, which checks the run's rights (owner, chair); a broken rule is a
+ * CouncilError, mapped to the reply by the controller.
  */
 @Injectable()
 export class CouncilCommands {
@@ -47,15 +46,13 @@ export class CouncilCommands {
     @Inject(IDS) private readonly ids: IdGenerator,
   ) {}
 
-  /** `council.v1.start`: `{goal_contract, panel, policy?, actor?, run_id?}` → `{run_id}`. */
-  async start(input: unknown): Promise<{ run_id: string }> {
+  /** `council.v1.start`: `{goal_contract, panel, policy?, actor?, run_id?}` → `{run_id}`; only the decision owner starts. */
+  async start(input: unknown, identity: Identity): Promise<{ run_id: string }> {
     const o = body(input);
     const run_id = o['run_id'] === undefined ? this.ids.next() : runIdOf(o);
-    const owner = (o['goal_contract'] as Record<string, unknown> | undefined)?.['decision_owner'];
-    const declared = typeof o['actor'] === 'string' ? o['actor'] : typeof owner === 'string' ? owner : 'unknown';
-    const meta = this.context.metadata(declared);
+    const actor = await this.actor(identity, o);
     const events = decide(
-      { type: C.StartRun, run_id, goal_contract: o['goal_contract'], panel: o['panel'], policy: o['policy'], seed: this.ids.next(), actor: meta.actor, now: meta.now },
+      { type: C.StartRun, run_id, goal_contract: o['goal_contract'], panel: o['panel'], policy: o['policy'], seed: this.ids.next(), actor, now: this.context.now() },
       EMPTY_RUN,
     );
     try {
@@ -69,28 +66,38 @@ export class CouncilCommands {
     return { run_id };
   }
 
-  /** `council.v1.get`: `{run_id}` → `{run_record}` (with the anonymisation mapping: an admin subject). */
-  async get(input: unknown): Promise<{ run_record: RunRecord }> {
-    const runId = runIdOf(body(input));
-    const state = this.driver.stateOf(runId) ?? (await this.repo.load(runId)).state;
-    if (state.status === 'empty') throw new CouncilError('RUN_NOT_FOUND', `no run ${runId}`, 'run_id');
-    return { run_record: buildRunRecord(state) };
-  }
-
-  /** `council.v1.outcome`: `{run_id, outcome: {outcome_id, observed_at, summary, source, evidence_refs?}, actor}`. */
-  async outcome(input: unknown): Promise<{ run_id: string }> {
+  /**
+   * `council.v1.get`: `{run_id, actor?}` → `{run_record}` as the reader may see it: the owner's
+   * copy carries the anonymisation mapping once the run has ended; panel members read after the
+   * run; observers named by the policy read without the mapping; anyone else is refused. With
+   * authentication off a reader with no role in the run is treated as an observer (declared
+   * identities prove nothing there).
+   */
+  async get(input: unknown, identity: Identity): Promise<{ run_record: RunRecord }> {
     const o = body(input);
     const runId = runIdOf(o);
-    const actor = this.context.metadata(text(o, 'actor')).actor;
+    const reader = await this.actor(identity, o);
+    const state = this.driver.stateOf(runId) ?? (await this.repo.load(runId)).state;
+    if (state.status === 'empty') throw new CouncilError('RUN_NOT_FOUND', `no run ${runId}`, 'run_id');
+    const role = runReaderRole(state, reader) ?? (this.context.authRequired ? null : 'observer');
+    if (role === null) throw new CouncilError('NOT_AUTHORIZED_ROLE', `${reader} has no role in run ${runId}`, 'run_id');
+    return { run_record: runRecordFor(state, role) };
+  }
+
+  /** `council.v1.outcome`: `{run_id, outcome: {outcome_id, observed_at, summary, source, evidence_refs?}, actor?}`; the owner's. */
+  async outcome(input: unknown, identity: Identity): Promise<{ run_id: string }> {
+    const o = body(input);
+    const runId = runIdOf(o);
+    const actor = await this.actor(identity, o);
     await this.driver.execute(runId, (_s, now) => ({ type: C.RecordOutcome, outcome: o['outcome'], actor, now }));
     return { run_id: runId };
   }
 
-  /** `council.v1.goal-contract`: the owner (or chair) revises the GoalContract, e.g. accepting a frame challenge. */
-  async reviseGoalContract(input: unknown): Promise<{ run_id: string }> {
+  /** `council.v1.goal-contract`: the owner revises the GoalContract, or the chair accepts a comparable frame challenge. */
+  async reviseGoalContract(input: unknown, identity: Identity): Promise<{ run_id: string }> {
     const o = body(input);
     const runId = runIdOf(o);
-    const actor = this.context.metadata(text(o, 'actor')).actor;
+    const actor = await this.actor(identity, o);
     const frameCheckId = o['frame_check_id'] === undefined ? undefined : text(o, 'frame_check_id');
     await this.driver.execute(runId, (_s, now) => ({
       type: C.ReviseGoalContract,
@@ -102,11 +109,11 @@ export class CouncilCommands {
     return { run_id: runId };
   }
 
-  /** `council.v1.frame-decline`: `{run_id, frame_check_id, reason, actor}`. */
-  async declineFrameChallenge(input: unknown): Promise<{ run_id: string }> {
+  /** `council.v1.frame-decline`: `{run_id, frame_check_id, reason, actor?}`; owner or chair. */
+  async declineFrameChallenge(input: unknown, identity: Identity): Promise<{ run_id: string }> {
     const o = body(input);
     const runId = runIdOf(o);
-    const actor = this.context.metadata(text(o, 'actor')).actor;
+    const actor = await this.actor(identity, o);
     const frameCheckId = text(o, 'frame_check_id');
     await this.driver.execute(runId, (_s, now) => ({
       type: C.DeclineFrameChallenge,
@@ -120,12 +127,20 @@ export class CouncilCommands {
     return { run_id: runId };
   }
 
-  /** `council.v1.interrupt`: `{run_id, reason, actor}`: the human stop (17.1), best checkpoint kept. */
-  async interrupt(input: unknown): Promise<{ run_id: string }> {
+  /** `council.v1.interrupt`: `{run_id, reason, actor?}`: the owner's stop (17.1), best checkpoint kept. */
+  async interrupt(input: unknown, identity: Identity): Promise<{ run_id: string }> {
     const o = body(input);
     const runId = runIdOf(o);
-    const actor = this.context.metadata(text(o, 'actor')).actor;
+    const actor = await this.actor(identity, o);
     await this.driver.execute(runId, (_s, now) => ({ type: C.InterruptRun, reason: text(o, 'reason'), actor, now }));
     return { run_id: runId };
+  }
+
+  /** Who acts: the authenticated identity; an `actor` the body declares must be that identity (FORBIDDEN). */
+  private async actor(identity: Identity, o: Record<string, unknown>): Promise<string> {
+    const declared = o['actor'];
+    if (declared === undefined) return identity.participant_id;
+    if (typeof declared !== 'string' || declared.trim() === '') throw new CouncilError('SCHEMA_VIOLATION', 'must be a non-empty string', 'actor');
+    return (await this.context.actAs(identity, declared, 'actor')).participant_id;
   }
 }

@@ -1,8 +1,8 @@
 import { Expose, Type } from 'class-transformer';
 import { IsInt, Max, Min } from 'class-validator';
-import { ServiceConfig } from '@conclave/service-kit';
+import { AuthenticatedServiceConfig } from '@conclave/service-kit';
 
-export class CouncilConfig extends ServiceConfig {
+export class CouncilConfig extends AuthenticatedServiceConfig {
   /** Largest request body on the command subjects (start carries a panel and a contract). */
   @Expose({ name: 'CONCLAVE_COUNCIL_MAX_PAYLOAD_BYTES' })
   @Type(() => Number)

@@ -1,55 +1,69 @@
 import { Controller, UseFilters } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
+import { AcpError } from '@conclave/acp-protocol';
 import { CouncilError } from '@conclave/council-protocol';
-import { COUNCIL_COMMANDS, okReply, PassThroughRpcExceptionFilter } from '@conclave/messaging';
-import { CouncilCommands } from './council-commands';
+import { COUNCIL_COMMANDS, okReply, PassThroughRpcExceptionFilter, PlainNatsContext } from '@conclave/messaging';
+import { CommandContext, Identity, RejectionRecorder } from '@conclave/service-kit';
+import { CouncilCommands, declaredActor } from './council-commands';
 
 /**
  * The Council's NATS API (DESIGN section 5 plus extensions): plain JSON in, `{ok, ...}` out.
- * A CouncilError becomes `{ok: false, error: {code, message, field?}}` here, at the edge; an
- * AcpError (authentication, payload size) is mapped by the transport; anything else is INTERNAL.
+ * Every command is authenticated first, exactly as ACP commands are (CommandContext: Ed25519
+ * signature or JWT by a registered participant when authentication is required); an
+ * authentication or identity refusal is recorded for the audit log and mapped by the transport.
+ * A CouncilError becomes `{ok: false, error: {code, message, field?}}` here; anything else is INTERNAL.
  */
 @Controller()
 @UseFilters(PassThroughRpcExceptionFilter)
 export class CouncilController {
-  constructor(private readonly commands: CouncilCommands) {}
+  constructor(
+    private readonly commands: CouncilCommands,
+    private readonly context: CommandContext,
+    private readonly rejections: RejectionRecorder,
+  ) {}
 
   @MessagePattern(COUNCIL_COMMANDS.start)
-  onStart(@Payload() body: unknown) {
-    return reply(() => this.commands.start(body));
+  onStart(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
+    // With authentication off, a start that names no actor acts for the contract's owner.
+    const owner = (body as { goal_contract?: { decision_owner?: unknown } } | null)?.goal_contract?.decision_owner;
+    const declared = declaredActor(body) ?? (typeof owner === 'string' ? owner : undefined);
+    return this.run('council.start', body, request, declared, (who) => this.commands.start(body, who));
   }
 
   @MessagePattern(COUNCIL_COMMANDS.get)
-  onGet(@Payload() body: unknown) {
-    return reply(() => this.commands.get(body));
+  onGet(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
+    return this.run('council.get', body, request, declaredActor(body), (who) => this.commands.get(body, who));
   }
 
   @MessagePattern(COUNCIL_COMMANDS.outcome)
-  onOutcome(@Payload() body: unknown) {
-    return reply(() => this.commands.outcome(body));
+  onOutcome(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
+    return this.run('council.outcome', body, request, declaredActor(body), (who) => this.commands.outcome(body, who));
   }
 
   @MessagePattern(COUNCIL_COMMANDS.goalContract)
-  onGoalContract(@Payload() body: unknown) {
-    return reply(() => this.commands.reviseGoalContract(body));
+  onGoalContract(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
+    return this.run('council.goal-contract', body, request, declaredActor(body), (who) => this.commands.reviseGoalContract(body, who));
   }
 
   @MessagePattern(COUNCIL_COMMANDS.declineFrame)
-  onDeclineFrame(@Payload() body: unknown) {
-    return reply(() => this.commands.declineFrameChallenge(body));
+  onDeclineFrame(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
+    return this.run('council.frame-decline', body, request, declaredActor(body), (who) => this.commands.declineFrameChallenge(body, who));
   }
 
   @MessagePattern(COUNCIL_COMMANDS.interrupt)
-  onInterrupt(@Payload() body: unknown) {
-    return reply(() => this.commands.interrupt(body));
+  onInterrupt(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
+    return this.run('council.interrupt', body, request, declaredActor(body), (who) => this.commands.interrupt(body, who));
   }
-}
 
-async function reply<T extends object>(handle: () => Promise<T>) {
-  try {
-    return okReply(await handle());
-  } catch (err) {
-    if (err instanceof CouncilError) return { ok: false as const, error: err.toJSON() };
-    throw err;
+  private async run<T extends object>(command: string, body: unknown, request: PlainNatsContext, declared: string | undefined, handle: (identity: Identity) => Promise<T>) {
+    let identity: Identity | undefined;
+    try {
+      identity = await this.context.authenticate(request, declared);
+      return okReply(await handle(identity));
+    } catch (err) {
+      if (err instanceof CouncilError) return { ok: false as const, error: err.toJSON() };
+      if (err instanceof AcpError) await this.rejections.record(command, request, body, err, identity);
+      throw err;
+    }
   }
 }

@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { CommandContext, ServiceKitModule } from '@conclave/service-kit';
+import { authProviders, ServiceKitModule } from '@conclave/service-kit';
 import { CouncilCommands } from './council-commands';
 import { CouncilConfig } from './council.config';
 import { CouncilMetrics } from './council-metrics';
@@ -17,7 +17,7 @@ export class CouncilModule {
       module: CouncilModule,
       imports: [ServiceKitModule.forRoot('council', config)],
       controllers: [CouncilController],
-      providers: [CommandContext, RunRepository, RunLeases, RunDriver, DecisionOutbox, RunIndex, CouncilCommands, CouncilMetrics],
+      providers: [...authProviders, RunRepository, RunLeases, RunDriver, DecisionOutbox, RunIndex, CouncilCommands, CouncilMetrics],
     };
   }
 }

@@ -26,6 +26,8 @@ export interface ScriptedIssue {
 export interface ScriptedBehaviour {
   /** Fixed delay before answering (ms), or one per task. */
   delayMs?: number | ((task: CouncilTask) => number);
+  /** Holds a task until the returned promise settles (a test keeps a run waiting mid-stage). */
+  hold?: (task: CouncilTask) => Promise<void> | undefined;
   /** Never answers these tasks (the controller times them out). */
   silent?: (task: CouncilTask) => boolean;
   /** Answers these tasks with an artifact the controller refuses (and never corrects it). */
@@ -193,6 +195,7 @@ export class ScriptedMember {
       // Silent: hold the task until the member stops; the reply is then never sent.
       if (behaviour.silent?.(task)) return this.stopped;
       if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+      await behaviour.hold?.(task);
       if (behaviour.usage) ctx.reportUsage(behaviour.usage);
       if (behaviour.fail?.(task)) throw new Error(`${memberId} failed on ${task.stage} (scripted)`);
       if (behaviour.malformed?.(task)) return { candidate_id: `cand-${memberId}-malformed`, author_member_id: memberId, version: 1 };
