@@ -11,6 +11,10 @@ describe('RunLeases: one council replica drives a run (JetStream KV, real NATS)'
   const clock = { now: () => new Date(now) };
   let n = 0;
   const replica = () => new RunLeases(nc, config, clock, { next: () => `r${++n}` });
+  const held = <T>(v: T | null): T => {
+    if (v === null) throw new Error('expected the lease to be granted');
+    return v;
+  };
 
   beforeAll(async () => {
     nc = await connect({ servers: process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222' });
@@ -34,7 +38,7 @@ describe('RunLeases: one council replica drives a run (JetStream KV, real NATS)'
 
   it('given A renews in time, then B never gets it; once B took it over, A\'s renewal fails (the revision moved)', async () => {
     const [a, b] = [replica(), replica()];
-    const lease = (await a.acquire('run-2'))!;
+    const lease = held(await a.acquire('run-2'));
     now += 600;
     expect(await a.renew(lease)).toBe(true);
     now += 600;
@@ -46,9 +50,9 @@ describe('RunLeases: one council replica drives a run (JetStream KV, real NATS)'
 
   it('given the holder releases the lease, then another replica takes it at once; a stale release changes nothing', async () => {
     const [a, b, c] = [replica(), replica(), replica()];
-    const lease = (await a.acquire('run-3'))!;
+    const lease = held(await a.acquire('run-3'));
     await a.release(lease);
-    const taken = (await b.acquire('run-3'))!;
+    const taken = held(await b.acquire('run-3'));
     expect(taken).toMatchObject({ tookOver: false });
     await a.release(lease);
     expect(await c.acquire('run-3')).toBeNull();
