@@ -51,6 +51,7 @@ export type {
   EscalationMetadata,
   GetRequest,
   HumanSignOffRecord,
+  LineageRequest,
   JsonObject,
   ListRequest,
   Proposal,
@@ -65,6 +66,7 @@ export {
   parseDecisionEvent,
   parseEscalateRequest,
   parseGetRequest,
+  parseLineageRequest,
   parseListRequest,
   parseProposal,
   parseProposeRequest,
@@ -72,7 +74,15 @@ export {
   parseResolveRequest,
   parseRespondRequest,
   parseResponse,
+  MAX_CAUSES,
+  MAX_ELIGIBLE,
+  MAX_LINEAGE_DEPTH,
 } from './lib/wire-validation';
+
+// links between entries: causal lineage (11.3) and parent/child checks (9.3)
+export { checkCauses, checkChildren, childrenToLoad } from './lib/lineage';
+export type { EntryLinks, KnownEntries } from './lib/lineage';
+export { isSameResponse, isSameSubmission } from './lib/idempotent-retry';
 
 // weighted voting (spec 6), exact decimals (DESIGN section 2)
 export type { ExactDecimal } from './lib/exact-decimal';
@@ -158,6 +168,7 @@ export type {
   InitialProposal,
   PendingProposal,
   ProposalDetails,
+  EligibleParticipantsSource,
   SecurityLabel,
   ProposalState,
   RecordedResponse,

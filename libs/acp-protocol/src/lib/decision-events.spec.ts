@@ -49,6 +49,15 @@ describe('11 decision events', () => {
     });
   });
 
+  it('11.3 given a proposal that named its causes, then each of its decision events carries them as proposal_caused_by', () => {
+    const cause = P1.replace(/.$/, 'Z');
+    const [esc, human] = decisionsOf([submit({ caused_by: [cause] }), escalate('x'), resolveEscalation('approved')]).map((x) => x.d);
+    expect(esc).toMatchObject({ caused_by: P1, proposal_caused_by: [cause] });
+    expect(human).toMatchObject({ caused_by: P1, proposal_caused_by: [cause] });
+    const [plain] = decisionsOf([submit({ quorum: 1 }), endorse('a', F), resolveByQuorum()]).map((x) => x.d);
+    expect(plain).not.toHaveProperty('proposal_caused_by');
+  });
+
   it('11.3 payload_hash is carried when the edge stamped one; escalation metadata and resolver are included', () => {
     const [esc, human] = decisionsOf([submit({ payload_hash: 'sha256:abc' }), escalate('x'), resolveEscalation('approved', { resolved_by: 'human:eve', note: null })]).map((x) => x.d);
     expect(esc).toMatchObject({ payload_hash: 'sha256:abc', escalation: { reason: 'manual' } });

@@ -1,6 +1,7 @@
 /**
  * Spec section 11: a Decision Event (12.6 / B.2, with the 11.3 lineage extensions `caused_by`
- * and `payload_summary`) for every terminal transition - approved, rejected, escalated, expired -
+ * (the proposal, as 11.3 defines it), `proposal_caused_by` (the earlier entries that proposal
+ * named as its causes) and `payload_summary`) for every terminal transition - approved, rejected, escalated, expired -
  * and once more after a human resolution. Its `event_id` is the log event's id, so the
  * decisions stream can deduplicate a re-publication by `Nats-Msg-Id`.
  */
@@ -62,6 +63,7 @@ function buildDecisionEvent(event: TerminalProposalEvent, p: ProposalDetails, op
     correlation_id: event.correlation_id,
   };
   if (p.payload_hash !== null) decision.payload_hash = p.payload_hash;
+  if (p.caused_by && p.caused_by.length > 0) decision.proposal_caused_by = [...p.caused_by];
   if (r.escalation) decision.escalation = r.escalation;
   if (r.resolved_by !== undefined) decision.resolved_by = r.resolved_by;
   if (r.note !== undefined) decision.note = r.note;

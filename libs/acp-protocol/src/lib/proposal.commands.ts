@@ -1,4 +1,4 @@
-import type { SecurityLabel } from './proposal.details';
+import type { EligibleParticipantsSource, SecurityLabel } from './proposal.details';
 /**
  * Commands on a proposal (imperative names). The edge builds them: it generates `command_id`
  * (a ULID, non-monotonic - see deriveEventId), stamps `now` from its clock, and names the
@@ -33,8 +33,12 @@ export interface SubmitProposal extends CommandMetadata {
     expires_at: string | null;
     quorum_policy?: QuorumPolicySpec;
     depends_on?: string[];
-    /** Unanimous quorum (7.3): the eligible participants, fixed at submission, from the registry. */
+    /** Unanimous quorum (7.3): the eligible participants, fixed at submission (sent, or from the registry). */
     eligible_participants?: string[];
+    /** `registry` when the edge filled `eligible_participants` in; default `request`. */
+    eligible_participants_source?: EligibleParticipantsSource;
+    /** 11.3: earlier entries that caused this one; the edge has checked that they exist. */
+    caused_by?: string[];
     /** Stamped by the edge (14.3/14.6); carried, never computed here. */
     payload_hash?: string;
     /** The edge's security label (14.3, 14.5): carried as it is, never interpreted here. */

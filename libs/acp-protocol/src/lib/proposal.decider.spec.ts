@@ -40,7 +40,19 @@ describe('4.1 / 4.3 submitting a proposal', () => {
   });
 
   it('14.4 a duplicate proposal_id is rejected with DUPLICATE_PROPOSAL_ID', () => {
-    given([submit()]).when(submit()).thenThrows('DUPLICATE_PROPOSAL_ID', 'proposal_id');
+    given([submit()]).when(submit({ quorum: 3 })).thenThrows('DUPLICATE_PROPOSAL_ID', 'proposal_id');
+  });
+
+  it('14.4 given a recorded proposal, when the identical proposal is retried, then nothing happens (idempotent)', () => {
+    given([submit()]).when(submit()).thenNothingHappened();
+  });
+
+  it('11.3 given caused_by, then it is recorded and shown on the proposal; a malformed, repeated or self cause is refused', () => {
+    const { state } = given([]).when(submit({ caused_by: [P2] })).then([{ type: 'ProposalSubmitted', data: { caused_by: [P2] } }]);
+    expect(projectProposal(state).caused_by).toEqual([P2]);
+    given([]).when(submit({ caused_by: ['nope'] })).thenThrows('INVALID_ID', 'caused_by.0');
+    given([]).when(submit({ caused_by: [P2, P2] })).thenThrows('SCHEMA_VIOLATION', 'caused_by');
+    given([]).when(submit({ caused_by: [P1] })).thenThrows('SCHEMA_VIOLATION', 'caused_by');
   });
 
   it('12.1 a proposal_id that is not a ULID is INVALID_ID', () => {

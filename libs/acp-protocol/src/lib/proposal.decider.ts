@@ -24,6 +24,7 @@ import { isQuorumMet, quorumPolicyFor } from './quorum-policies';
 import { expirationOutcome, isExpired } from './timeout-and-expiration';
 import { instantOf, isUtcTimestamp } from './timestamps';
 import { assertUlid } from './ids';
+import { isSameResponse, isSameSubmission } from './idempotent-retry';
 import { clampFactor, computeWeight, determineOutcome, reportedVotes } from './weighted-voting';
 import type { EscalationMetadata } from './wire-format';
 import {
@@ -74,13 +75,15 @@ function quorumResolution(state: PendingProposal, config: DeciderConfig, now: st
 
 // ---- one function per command ----
 
-/** 4.3, 14.4, 4.2, 10.1 item 3. */
+/** 4.3, 14.4 (an identical retry is not a duplicate: nothing to do), 4.2, 10.1 item 3, 11.3. */
 export function decideSubmitProposal(command: SubmitProposal, state: ProposalState, config: DeciderConfig): ProposalEvent[] {
   checkMetadata(command);
   const d = command.data;
   assertUlid(d.proposal_id, 'proposal_id');
   if (state.status !== 'initial') {
-    throw new AcpError('DUPLICATE_PROPOSAL_ID', `proposal_id ${d.proposal_id} already exists (14.4)`, 'proposal_id');
+    // A retry of the same proposal by its author changes nothing; the edge replies from the state.
+    if (isSameSubmission(state.proposal, command)) return [];
+    throw new AcpError('DUPLICATE_PROPOSAL_ID', `proposal_id ${d.proposal_id} already exists with other content (14.4)`, 'proposal_id');
   }
   if (!Number.isSafeInteger(d.quorum) || d.quorum < 1) {
     throw new AcpError('SCHEMA_VIOLATION', 'quorum must be an integer >= 1 (7.1)', 'quorum');
@@ -99,6 +102,10 @@ export function decideSubmitProposal(command: SubmitProposal, state: ProposalSta
     if (new Set(dependsOn).size !== dependsOn.length) throw new AcpError('SCHEMA_VIOLATION', 'depends_on must not repeat an id', 'depends_on');
     if (dependsOn.includes(d.proposal_id)) throw new AcpError('SCHEMA_VIOLATION', 'depends_on must not contain the proposal itself', 'depends_on');
   }
+  const causedBy = d.caused_by ?? [];
+  causedBy.forEach((id, i) => assertUlid(id, `caused_by.${i}`));
+  if (new Set(causedBy).size !== causedBy.length) throw new AcpError('SCHEMA_VIOLATION', 'caused_by must not repeat an id', 'caused_by');
+  if (causedBy.includes(d.proposal_id)) throw new AcpError('SCHEMA_VIOLATION', 'caused_by must not contain the entry itself', 'caused_by');
   const details: ProposalDetails = {
     schema_version: WIRE_SCHEMA_VERSION,
     proposal_id: d.proposal_id,
@@ -112,6 +119,8 @@ export function decideSubmitProposal(command: SubmitProposal, state: ProposalSta
     quorum_policy: d.quorum_policy ?? null,
     depends_on: [...dependsOn],
     eligible_participants: d.eligible_participants ? [...d.eligible_participants] : null,
+    ...(d.eligible_participants && d.eligible_participants_source === 'registry' ? { eligible_participants_source: 'registry' as const } : {}),
+    ...(causedBy.length > 0 ? { caused_by: [...causedBy] } : {}),
     payload_hash: d.payload_hash ?? null,
     security_label: d.security_label ? { ...d.security_label } : null,
   };
@@ -141,7 +150,7 @@ export function decideSubmitProposal(command: SubmitProposal, state: ProposalSta
   return emit(command, d.proposal_id, drafts);
 }
 
-/** 5.3 (one per participant, no self-response, pending only), 6.1, DESIGN 3 (closed at quorum). */
+/** 5.3 (one per participant - a retry of it is nothing to do -, no self-response, pending only), 6.1, DESIGN 3 (closed at quorum). */
 export function decideRecordResponse(command: RecordResponse, state: ProposalState, config: DeciderConfig): ProposalEvent[] {
   checkMetadata(command);
   const d = command.data;
@@ -150,6 +159,9 @@ export function decideRecordResponse(command: RecordResponse, state: ProposalSta
     throw new AcpError('SELF_RESPONSE', `participant ${d.participant_id} is the author and cannot respond (5.3)`, 'participant_id');
   }
   if (s.respondents.has(d.participant_id)) {
+    // A retry of the recorded response is the same success, whatever has happened since.
+    const first = s.responses.find((r) => r.response.participant_id === d.participant_id);
+    if (first && isSameResponse(first.response, d)) return [];
     throw new AcpError('DUPLICATE_RESPONSE', `participant ${d.participant_id} has already responded; the first response stands (5.3, 15.3)`, 'participant_id');
   }
   const p = requirePending(s, d.proposal_id);

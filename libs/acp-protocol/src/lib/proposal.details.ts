@@ -23,6 +23,14 @@ export interface ProposalDetails {
   depends_on: string[];
   /** Unanimous quorum (7.3): fixed when submitted. null when not supplied. */
   eligible_participants: string[] | null;
+  /**
+   * Where `eligible_participants` came from: the agent's request, or the registry's grants on the
+   * domain filled in by the edge. A retry is compared on what the agent sent, not on what the
+   * registry says at the time. Absent on proposals recorded before it existed (taken as `request`).
+   */
+  eligible_participants_source?: EligibleParticipantsSource;
+  /** 11.3: ids of earlier entries that caused this one (checked to exist by the edge). Absent: none. */
+  caused_by?: string[];
   payload_hash: string | null;
   /**
    * The security label the edge stamped at submission (null: none). Absent on proposals
@@ -31,6 +39,8 @@ export interface ProposalDetails {
    */
   security_label?: SecurityLabel | null;
 }
+
+export type EligibleParticipantsSource = 'request' | 'registry';
 
 /** Classification (14.5) and payload signature (14.3) of a proposal, as the edge checked them. */
 export interface SecurityLabel {

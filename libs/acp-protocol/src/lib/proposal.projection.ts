@@ -36,6 +36,8 @@ export function projectProposal(state: ProposalState): Proposal {
   if (p.depends_on.length > 0) proposal.depends_on = [...p.depends_on];
   if ((state.status === 'escalated' || state.status === 'resolved') && state.escalation) proposal.escalation = state.escalation;
   if (p.payload_hash !== null) proposal.payload_hash = p.payload_hash;
+  if (p.caused_by && p.caused_by.length > 0) proposal.caused_by = [...p.caused_by];
+  if (p.eligible_participants !== null) proposal.eligible_participants = [...p.eligible_participants];
   return proposal;
 }
 

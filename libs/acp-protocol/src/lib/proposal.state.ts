@@ -14,7 +14,7 @@ import type { EscalationRouting } from './escalation-ladder';
 import type { HumanSignOff } from './human-sign-off';
 
 /** What a proposal is, fixed at submission (1.4 #3: proposals are immutable). */
-export type { ProposalDetails, SecurityLabel } from './proposal.details';
+export type { EligibleParticipantsSource, ProposalDetails, SecurityLabel } from './proposal.details';
 
 export interface RecordedResponse {
   response: Response;

@@ -108,6 +108,10 @@ export interface Proposal {
   escalation?: EscalationMetadata;
   /** Extension (14.3, 14.6): hash of the payload, stamped by the edge. */
   payload_hash?: string;
+  /** Extension (11.3): ids of the earlier entries that caused this one. */
+  caused_by?: string[];
+  /** Extension (7.3): who must respond under a unanimous quorum, fixed at submission. */
+  eligible_participants?: string[];
 }
 
 /** Spec 12.6 / B.2 Decision Event, with the 11.3 lineage extensions. */
@@ -124,6 +128,8 @@ export interface DecisionEvent {
   decided_at: string;
   /** 11.3: the proposal that caused it. */
   caused_by: string;
+  /** 11.3 extension: the earlier entries that caused that proposal (its `caused_by`), when it named any. */
+  proposal_caused_by?: string[];
   /** 11.3: a short, deterministic summary of the proposal payload. */
   payload_summary: string;
   payload_hash?: string;
@@ -151,6 +157,16 @@ export interface ProposeRequest {
   expires_at: string | null;
   quorum_policy?: QuorumPolicySpec;
   depends_on?: string[];
+  /** Unanimous quorum (7.3): who must respond. Absent: the edge may take it from the registry. */
+  eligible_participants?: string[];
+  /** 11.3: ids of earlier entries (observations, hypotheses, proposals) that caused this one. */
+  caused_by?: string[];
+}
+
+/** Body of `acp.v1.lineage`: the causes and effects of one entry, up to `depth` links away. */
+export interface LineageRequest {
+  proposal_id: string;
+  depth?: number;
 }
 
 /** Body of `acp.v1.respond`: a Response plus proposal_id; weight is never taken from the client. */

@@ -6,6 +6,7 @@ import {
   parseDecisionEvent,
   parseEscalateRequest,
   parseGetRequest,
+  parseLineageRequest,
   parseListRequest,
   parseProposal,
   parseProposeRequest,
@@ -66,6 +67,24 @@ describe('12 / DESIGN 5 propose request', () => {
     expect(parseProposeRequest({ ...propose, expires_at: null }).expires_at).toBeNull();
     expect(parseProposeRequest({ ...propose, expires_at: undefined }).expires_at).toBeNull();
     expect(parseProposeRequest({ ...propose, depends_on: [] })).not.toHaveProperty('depends_on');
+  });
+
+  it('7.3 given eligible_participants on the wire, then they are kept; repeated, empty or non-string ids are refused', () => {
+    const r = parseProposeRequest({ ...propose, quorum_policy: { kind: 'unanimous' }, eligible_participants: ['agent-a', 'agent-b'] });
+    expect(r).toMatchObject({ quorum_policy: { kind: 'unanimous' }, eligible_participants: ['agent-a', 'agent-b'] });
+    expect(parseProposeRequest(propose)).not.toHaveProperty('eligible_participants');
+    expectFailure(() => parseProposeRequest({ ...propose, eligible_participants: ['a', 'a'] }), 'SCHEMA_VIOLATION', 'eligible_participants');
+    expectFailure(() => parseProposeRequest({ ...propose, eligible_participants: ['a', ''] }), 'SCHEMA_VIOLATION', 'eligible_participants');
+    expectFailure(() => parseProposeRequest({ ...propose, eligible_participants: [7] }), 'SCHEMA_VIOLATION', 'eligible_participants');
+    expectFailure(() => parseProposeRequest({ ...propose, eligible_participants: 'a' }), 'SCHEMA_VIOLATION', 'eligible_participants');
+  });
+
+  it('11.3 given caused_by on the wire, then the ids are kept; a non-ULID is INVALID_ID, a repeat or the entry itself SCHEMA_VIOLATION', () => {
+    expect(parseProposeRequest({ ...propose, caused_by: [P2] })).toMatchObject({ caused_by: [P2] });
+    expect(parseProposeRequest({ ...propose, caused_by: [] })).not.toHaveProperty('caused_by');
+    expectFailure(() => parseProposeRequest({ ...propose, caused_by: ['x'] }), 'INVALID_ID', 'caused_by');
+    expectFailure(() => parseProposeRequest({ ...propose, caused_by: [P2, P2] }), 'SCHEMA_VIOLATION', 'caused_by');
+    expectFailure(() => parseProposeRequest({ ...propose, proposal_id: P1, caused_by: [P1] }), 'SCHEMA_VIOLATION', 'caused_by');
   });
 
   it('18.4 / 12.1 schema_version: missing is SCHEMA_VIOLATION, anything but "1.0" is UNSUPPORTED_SCHEMA_VERSION (checked first)', () => {
@@ -165,6 +184,14 @@ describe('DESIGN 5 escalate, resolve, get, list bodies', () => {
   it('resolve {proposal_id, outcome approved|rejected, resolved_by, note}', () => {
     expect(parseResolveRequest({ proposal_id: P1, outcome: 'rejected', resolved_by: 'human:a' })).toEqual({ proposal_id: P1, outcome: 'rejected', resolved_by: 'human:a', note: null });
     expectFailure(() => parseResolveRequest({ proposal_id: P1, outcome: 'escalated', resolved_by: 'h' }), 'SCHEMA_VIOLATION', 'outcome');
+  });
+
+  it('lineage {proposal_id, depth?}: depth an integer from 1 to 16', () => {
+    expect(parseLineageRequest({ proposal_id: P1 })).toEqual({ proposal_id: P1 });
+    expect(parseLineageRequest({ proposal_id: P1, depth: 3 })).toEqual({ proposal_id: P1, depth: 3 });
+    expectFailure(() => parseLineageRequest({ proposal_id: P1, depth: 0 }), 'SCHEMA_VIOLATION', 'depth');
+    expectFailure(() => parseLineageRequest({ proposal_id: P1, depth: 17 }), 'SCHEMA_VIOLATION', 'depth');
+    expectFailure(() => parseLineageRequest({ proposal_id: 'x' }), 'INVALID_ID', 'proposal_id');
   });
 
   it('get {proposal_id} and list {domain?, status?, limit?, cursor?}', () => {

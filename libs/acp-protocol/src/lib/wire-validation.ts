@@ -49,6 +49,7 @@ import type {
   DecisionEvent,
   EscalateRequest,
   GetRequest,
+  LineageRequest,
   ListRequest,
   Proposal,
   ProposeRequest,
@@ -135,6 +136,11 @@ function Nested(Dto: new () => object, each = false): PropertyDecorator {
   return Transform(({ value }) => (each ? (Array.isArray(value) ? value.map(one) : value) : one(value)));
 }
 
+/** Bounds on lists an edge resolves entry by entry (each one is a load). */
+export const MAX_CAUSES = 64;
+export const MAX_ELIGIBLE = 1000;
+export const MAX_LINEAGE_DEPTH = 16;
+
 const FINITE = { allowNaN: false, allowInfinity: false } as const;
 const ID_LENGTH: [number, number] = [1, 256];
 
@@ -209,6 +215,15 @@ class ProposeRequestDto extends ProposalFieldsDto {
   @Expose() @IsOptional() @IsUtcTimestamp() expires_at?: unknown;
   @Expose() @IfPresent('quorum_policy') @IsObject() @ValidateNested() @Nested(QuorumPolicyDto) quorum_policy?: unknown;
   @Expose() @IfPresent('depends_on') @IsArray() @ArrayUnique() @IsUlid({ each: true }) depends_on?: unknown;
+  @Expose()
+  @IfPresent('eligible_participants')
+  @IsArray()
+  @ArrayMaxSize(MAX_ELIGIBLE)
+  @ArrayUnique()
+  @IsString({ each: true })
+  @Length(...ID_LENGTH, { each: true })
+  eligible_participants?: unknown;
+  @Expose() @IfPresent('caused_by') @IsArray() @ArrayMaxSize(MAX_CAUSES) @ArrayUnique() @IsUlid({ each: true }) caused_by?: unknown;
 }
 
 class RespondRequestDto {
@@ -242,6 +257,11 @@ class ResolveRequestDto extends ApiBodyDto {
   @Expose() @IfPresent('note') @IsStringOrNull() note?: unknown;
   @Expose() @IfPresent('escalation_id') @IsUlid() escalation_id?: unknown;
   @Expose() @IfPresent('payload_hash') @IsString() @Length(1, 256) payload_hash?: unknown;
+}
+
+class LineageRequestDto extends ApiBodyDto {
+  @Expose() @IsDefined() @IsUlid() proposal_id!: unknown;
+  @Expose() @IfPresent('depth') @IsInt() @Min(1) @Max(MAX_LINEAGE_DEPTH) depth?: unknown;
 }
 
 class GetRequestDto extends ApiBodyDto {
@@ -389,7 +409,8 @@ export function parseDecisionEvent(input: unknown): DecisionEvent {
 
 /**
  * Body of `acp.v1.propose`: a Proposal whose status/responses/resolution and proposal_id may be
- * left out, with the `quorum_policy` and `depends_on` extensions. Checks the cross-field rules of
+ * left out, with the `quorum_policy`, `depends_on`, `eligible_participants` (7.3) and `caused_by`
+ * (11.3) extensions. Checks the cross-field rules of
  * the built-in quorum policies; whether a custom kind is registered is the decider's check.
  */
 export function parseProposeRequest(input: unknown): ProposeRequest {
@@ -415,6 +436,11 @@ export function parseProposeRequest(input: unknown): ProposeRequest {
   if (depends_on !== undefined && v['proposal_id'] !== undefined && depends_on.includes(v['proposal_id'] as string)) {
     throw new AcpError('SCHEMA_VIOLATION', 'depends_on must not contain the proposal itself', 'depends_on');
   }
+  const caused_by = v['caused_by'] as string[] | undefined;
+  if (caused_by !== undefined && v['proposal_id'] !== undefined && caused_by.includes(v['proposal_id'] as string)) {
+    throw new AcpError('SCHEMA_VIOLATION', 'caused_by must not contain the entry itself (11.3: causes are earlier entries)', 'caused_by');
+  }
+  const eligible = v['eligible_participants'] as string[] | undefined;
   return stripUndefined({
     schema_version: WIRE_SCHEMA_VERSION,
     proposal_id: v['proposal_id'] as string | undefined,
@@ -427,6 +453,8 @@ export function parseProposeRequest(input: unknown): ProposeRequest {
     expires_at: (v['expires_at'] as string | null | undefined) ?? null,
     quorum_policy,
     depends_on: depends_on && depends_on.length > 0 ? [...depends_on] : undefined,
+    eligible_participants: eligible ? [...eligible] : undefined,
+    caused_by: caused_by && caused_by.length > 0 ? [...caused_by] : undefined,
   });
 }
 
@@ -466,6 +494,12 @@ export function parseResolveRequest(input: unknown): ResolveRequest {
     ...(v['escalation_id'] !== undefined ? { escalation_id: v['escalation_id'] as string } : {}),
     ...(v['payload_hash'] !== undefined ? { payload_hash: v['payload_hash'] as string } : {}),
   };
+}
+
+/** Body of `acp.v1.lineage`. */
+export function parseLineageRequest(input: unknown): LineageRequest {
+  const v = validate(LineageRequestDto, input, 'lineage request', false);
+  return stripUndefined({ proposal_id: v['proposal_id'] as string, depth: v['depth'] as number | undefined });
 }
 
 /** Body of `acp.v1.get`. */
