@@ -14,6 +14,8 @@ export const ACP_COMMANDS = {
   resolve: 'v1.resolve',
   get: 'v1.get',
   list: 'v1.list',
+  /** Causes and effects of one entry (RFC 11.3 lineage). */
+  lineage: 'v1.lineage',
 } as const;
 export type AcpCommandName = keyof typeof ACP_COMMANDS;
 
