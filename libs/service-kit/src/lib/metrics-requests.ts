@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import type { PlainJsonNatsServerOptions } from '@conclave/messaging';
 import { idIn, inLogContext } from './logging';
 import { ConclaveMetrics, METRICS } from './metrics';
@@ -30,10 +31,16 @@ export function metricsObserver(metrics: ConclaveMetrics): RequestObserver {
   };
 }
 
-/** Each request's handling in a log context of its own: the subject and the ids its body names. */
+/**
+ * Each request's handling in a log context of its own (the subject, the ids its body names, the
+ * trace id of its `traceparent`), closed by a debug line with its result: the command log.
+ */
 export function logContextObserver(): RequestObserver {
+  const logger = new Logger('Command');
   return {
     around(request, handle) {
+      const started = performance.now();
+      const done = (result: string) => logger.debug(`${request.pattern} ${result} in ${(performance.now() - started).toFixed(1)} ms`);
       return inLogContext(
         {
           subject: request.pattern,
@@ -41,7 +48,16 @@ export function logContextObserver(): RequestObserver {
           run_id: idIn(request.body, 'run_id'),
           trace_id: traceIdOf(request),
         },
-        handle,
+        async () => {
+          try {
+            const reply = await handle();
+            done(errorOf(reply)?.code ?? 'ok');
+            return reply;
+          } catch (err) {
+            done((err as { code?: unknown })?.code && typeof (err as { code?: unknown }).code === 'string' ? String((err as { code: string }).code) : 'failed');
+            throw err;
+          }
+        },
       );
     },
   };
