@@ -16,6 +16,13 @@ if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/
     || echo "[test] chromium could not be installed: the console browser test will be skipped" >&2
 fi
 
+# The observability test lints each /metrics exposition with Debian's promtool (from prometheus).
+if ! command -v promtool >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "[test] installing prometheus (promtool) for the metrics lint" >&2
+  { apt-get install -y -qq prometheus || { apt-get update -qq && apt-get install -y -qq prometheus; }; } >/dev/null 2>&1 \
+    || echo "[test] promtool could not be installed: the promtool checks will be skipped" >&2
+fi
+
 echo "[test] type check" >&2
 npx tsc -p tsconfig.check.json
 
