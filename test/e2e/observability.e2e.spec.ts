@@ -1,4 +1,7 @@
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { METRICS } from '@conclave/service-kit';
 import { ConclaveHarness, eventually, ServiceName } from '../support/conclave-harness';
 import { DecisionCollector } from '../support/decisions';
 
@@ -160,6 +163,15 @@ describe('observability: /metrics of the running services after traffic', () => 
       const perFamily = new Map<string, number>();
       for (const s of own) perFamily.set(s.name, (perFamily.get(s.name) ?? 0) + 1);
       for (const [family, n] of perFamily) expect([family, n < 100]).toEqual([family, true]);
+    }
+  });
+
+  it('docs/operations.md describes every series with its type and labels', () => {
+    const doc = readFileSync(join(__dirname, '../../docs/operations.md'), 'utf8');
+    for (const def of Object.values(METRICS)) {
+      const row = doc.split('\n').find((l) => l.startsWith(`| \`${def.name}\` |`));
+      expect([def.name, row?.split('|')[2]?.trim()]).toEqual([def.name, def.type]);
+      expect([def.name, row?.split('|')[3]?.trim()]).toEqual([def.name, def.labels.map((l) => `\`${l}\``).join(', ')]);
     }
   });
 
