@@ -1,6 +1,6 @@
 import type { DecisionEvent, EscalationMetadata, Proposal, ProposalStatus, Resolution } from '@conclave/acp-protocol';
 import { acpStreamNames, acpSubjects, AcpSubjects, ErrorReply, OkReply } from '@conclave/messaging';
-import { AckPolicy, connect, DeliverPolicy, headers, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
+import { AckPolicy, Authenticator, connect, DeliverPolicy, headers, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import { ConclaveError, ConclaveUnavailableError } from './conclave-error';
 
 export interface ConclaveClientOptions {
@@ -17,6 +17,17 @@ export interface ConclaveClientOptions {
   sign?: (subject: string, body: Uint8Array) => Promise<Record<string, string>> | Record<string, string>;
   /** Signs every command as a registered participant: `signer: ed25519Signer(participantId, privateKey)` (used when `sign` is absent). */
   signer?: (subject: string, body: Uint8Array) => Promise<Record<string, string>> | Record<string, string>;
+  /**
+   * Where replies to this client arrive (`_INBOX_<nats user>` on a server with per-user inbox
+   * permissions, deploy/nats): nobody else may subscribe there, so nobody else reads its replies.
+   * Only used when the client connects itself; with `nc`, give the prefix to your own `connect`.
+   */
+  inboxPrefix?: string;
+  /** NATS user and password, when the client connects itself. */
+  user?: string;
+  pass?: string;
+  /** NATS credentials (e.g. `credsAuthenticator(readFileSync('agent.creds'))`), when the client connects itself. */
+  authenticator?: Authenticator;
 }
 
 /** What an agent sends to propose; the service fills status, responses and resolution. */
@@ -125,7 +136,13 @@ export class ConclaveClient {
 
   static async connect(options: ConclaveClientOptions = {}): Promise<ConclaveClient> {
     if (options.nc) return new ConclaveClient(options.nc, false, options);
-    const nc = await connect({ servers: options.servers ?? 'nats://127.0.0.1:4222', name: 'conclave-client' });
+    const nc = await connect({
+      servers: options.servers ?? 'nats://127.0.0.1:4222',
+      name: 'conclave-client',
+      ...(options.inboxPrefix ? { inboxPrefix: options.inboxPrefix } : {}),
+      ...(options.user ? { user: options.user, pass: options.pass } : {}),
+      ...(options.authenticator ? { authenticator: options.authenticator } : {}),
+    });
     return new ConclaveClient(nc, true, options);
   }
 
