@@ -6,9 +6,16 @@ import { withSignedClient } from './participants.command';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
-/** Verifies a JSONL export of the audit chain (one entry per line, from the genesis). */
+/**
+ * Verifies a JSONL export of the audit chain (one entry per line, from the genesis). An empty
+ * file proves nothing and is refused; so is a line with a key twice: JSON.parse keeps the last
+ * value, which the hash covers, while a person or another tool may read the first.
+ */
 export function verifyAuditJsonl(text: string, expectedHead?: string): VerifyResult {
   const lines = text.split('\n').filter((l) => l.trim().length > 0);
+  if (lines.length === 0) {
+    return { ok: false, index: 0, seq: null, problem: 'malformed', message: 'the file holds no entries: an export holds at least one (empty or truncated file?)' };
+  }
   const entries: unknown[] = [];
   for (const [i, line] of lines.entries()) {
     try {
@@ -16,8 +23,40 @@ export function verifyAuditJsonl(text: string, expectedHead?: string): VerifyRes
     } catch {
       return { ok: false, index: i, seq: null, problem: 'malformed', message: `line ${i + 1} is not JSON` };
     }
+    const duplicate = duplicateKey(line);
+    if (duplicate !== undefined) {
+      return { ok: false, index: i, seq: null, problem: 'malformed', message: `line ${i + 1} has the key "${duplicate}" twice in one object` };
+    }
   }
   return verifyChain(entries, sha256, expectedHead ? { expectedHead } : {});
+}
+
+/** The first key that appears twice in one object of a valid JSON text, if any. */
+export function duplicateKey(json: string): string | undefined {
+  const objects: Array<{ keys: Set<string>; expectKey: boolean } | null> = [];
+  for (let i = 0; i < json.length; i++) {
+    const c = json[i];
+    if (c === '"') {
+      let end = i + 1;
+      while (json[end] !== '"') end += json[end] === '\\' ? 2 : 1;
+      const top = objects[objects.length - 1];
+      if (top?.expectKey) {
+        // Decoded, so that "a" and "\u0061" are the same key.
+        const key = JSON.parse(json.slice(i, end + 1)) as string;
+        if (top.keys.has(key)) return key;
+        top.keys.add(key);
+        top.expectKey = false;
+      }
+      i = end;
+    } else if (c === '{') objects.push({ keys: new Set(), expectKey: true });
+    else if (c === '[') objects.push(null);
+    else if (c === '}' || c === ']') objects.pop();
+    else if (c === ',') {
+      const top = objects[objects.length - 1];
+      if (top) top.expectKey = true;
+    }
+  }
+  return undefined;
 }
 
 export function describeVerification(r: VerifyResult): string {
@@ -32,7 +71,7 @@ export function registerAuditCommands(program: Command): void {
 
   audit
     .command('verify <file>')
-    .description('check a JSONL export: reports the first entry where a modification, deletion, insertion or reordering breaks the chain (exit 0 intact, 3 broken)')
+    .description('check a JSONL export: reports the first entry where a modification, deletion, insertion or reordering breaks the chain, an empty file or a line with a key twice (exit 0 intact, 3 broken)')
     .option('--head <hash>', 'the head hash obtained independently (conclave audit head): also detects a cut tail')
     .action((file: string, o: { head?: string }) => {
       const result = verifyAuditJsonl(readFileSync(file, 'utf8'), o.head);
