@@ -4,6 +4,7 @@ import { AcpError } from '@conclave/acp-protocol';
 import { ACP_COMMANDS, checkTextLengths, okReply, PassThroughRpcExceptionFilter, PlainNatsContext, TEXT_LIMITS } from '@conclave/messaging';
 import { CommandContext, Identity, RejectionRecorder } from '@conclave/service-kit';
 import { EscalateProposalHandler } from './escalate-proposal.handler';
+import { LineageQueries } from './lineage-queries';
 import { ProposalQueries, ReadDenials } from './proposal-queries';
 import { RecordResponseHandler } from './record-response.handler';
 import { SubmitProposalHandler } from './submit-proposal.handler';
@@ -21,6 +22,7 @@ export class IntakeController {
     private readonly respond: RecordResponseHandler,
     private readonly escalate: EscalateProposalHandler,
     private readonly queries: ProposalQueries,
+    private readonly lineages: LineageQueries,
     private readonly context: CommandContext,
     private readonly rejections: RejectionRecorder,
   ) {}
@@ -50,6 +52,11 @@ export class IntakeController {
       }
       return reply;
     });
+  }
+
+  @MessagePattern(ACP_COMMANDS.lineage)
+  onLineage(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
+    return this.run('lineage', body, request, undefined, (who) => this.lineages.lineage(body, who));
   }
 
   @MessagePattern(ACP_COMMANDS.list)

@@ -3,6 +3,8 @@ import { authProviders, ProposalStore, ServiceKitModule } from '@conclave/servic
 import { EscalateProposalHandler } from './escalate-proposal.handler';
 import { IntakeConfig } from './intake.config';
 import { IntakeController } from './intake.controller';
+import { LineageIndex } from './lineage-index';
+import { LineageQueries } from './lineage-queries';
 import { ParticipantsController } from './participants.controller';
 import { ProposalIndex } from './proposal-index';
 import { ProposalLabels } from './proposal-labels';
@@ -29,6 +31,8 @@ export class IntakeModule {
         RecordResponseHandler,
         EscalateProposalHandler,
         ProposalQueries,
+        LineageIndex,
+        LineageQueries,
         RegistryCommands,
       ],
     };

@@ -1,14 +1,22 @@
 import { Injectable } from '@nestjs/common';
 import {
   AcpError,
+  checkCauses,
+  checkChildren,
+  childrenToLoad,
+  EntryLinks,
   Proposal,
   PROPOSAL_COMMAND_TYPES,
+  ProposeRequest,
   SubmitProposal,
   parseProposeRequest,
 } from '@conclave/acp-protocol';
-import { canonicalJson, ClassificationLevel, isClassificationLevel } from '@conclave/registry-protocol';
-import { CommandContext, decodeBase64, Identity, payloadHash, ProposalStore, verifyEd25519 } from '@conclave/service-kit';
+import { canonicalJson, ClassificationLevel, grantFor, isClassificationLevel } from '@conclave/registry-protocol';
+import { CommandContext, decodeBase64, Identity, ParticipantDirectory, payloadHash, ProposalStore, verifyEd25519 } from '@conclave/service-kit';
 import { ProposalView } from './proposal-view';
+
+/** Entries loaded at most to check one submission's children and their descendants (9.3). */
+const MAX_LINKED_ENTRIES = 1000;
 
 /**
  * `acp.v1.propose`: authenticate, validate, authorize the author in the domain (14.2), stamp the
@@ -21,6 +29,7 @@ export class SubmitProposalHandler {
     private readonly store: ProposalStore,
     private readonly context: CommandContext,
     private readonly view: ProposalView,
+    private readonly directory: ParticipantDirectory,
   ) {}
 
   async handle(body: unknown, identity: Identity): Promise<{ proposal: Proposal }> {
@@ -32,6 +41,10 @@ export class SubmitProposalHandler {
     const hash = payloadHash(request.payload);
     const signature = this.payloadSignatureOf(raw['payload_signature'], request.payload, author);
 
+    const proposalId = request.proposal_id ?? this.context.newId();
+    await this.checkLinks(proposalId, request);
+    const eligible = await this.eligibleParticipants(request);
+
     const { schema_version: _version, ...data } = request;
     const securityLabel =
       classification !== null || signature !== null
@@ -41,10 +54,52 @@ export class SubmitProposalHandler {
     const command: SubmitProposal = {
       type: PROPOSAL_COMMAND_TYPES.SubmitProposal,
       ...this.context.metadata(author),
-      data: { ...data, proposal_id: request.proposal_id ?? this.context.newId(), payload_hash: hash, security_label: securityLabel },
+      data: { ...data, ...eligible, proposal_id: proposalId, payload_hash: hash, security_label: securityLabel },
     };
     const result = await this.store.execute(command);
     return { proposal: await this.view.render(result.state, author) };
+  }
+
+  /**
+   * 11.3 and 9.3: causes must exist; children must exist (unless the parent expires) and must not
+   * lead back to the parent. Entries are read through the store, from the log when the cache
+   * has not seen them yet.
+   */
+  private async checkLinks(proposalId: string, request: ProposeRequest): Promise<void> {
+    const known = new Map<string, EntryLinks | null>();
+    for (const id of request.caused_by ?? []) known.set(id, await this.linksOf(id));
+    checkCauses(proposalId, request.caused_by ?? [], known);
+    const dependsOn = request.depends_on ?? [];
+    if (dependsOn.length === 0) return;
+    const children = new Map<string, EntryLinks | null>();
+    for (let missing = childrenToLoad(dependsOn, children); missing.length > 0; missing = childrenToLoad(dependsOn, children)) {
+      if (children.size + missing.length > MAX_LINKED_ENTRIES) {
+        throw new AcpError('SCHEMA_VIOLATION', `depends_on reaches more than ${MAX_LINKED_ENTRIES} proposals through their children`, 'depends_on');
+      }
+      for (const id of missing) children.set(id, id === proposalId ? null : await this.linksOf(id));
+    }
+    checkChildren(proposalId, dependsOn, request.expires_at, children);
+  }
+
+  private async linksOf(id: string): Promise<EntryLinks | null> {
+    let { state } = await this.store.load(id, 'cache');
+    if (state.status === 'initial') ({ state } = await this.store.load(id, 'log'));
+    return state.status === 'initial' ? null : { depends_on: state.proposal.depends_on, caused_by: state.proposal.caused_by ?? [] };
+  }
+
+  /**
+   * 7.3: a unanimous proposal that does not name its electorate gets, under authentication, every
+   * active participant whose grant on the domain allows responding, fixed now (the registry's
+   * list follows the log, so a grant made a moment ago may not count yet). With authentication
+   * off there is no registry to ask: the list must be sent.
+   */
+  private async eligibleParticipants(request: ProposeRequest): Promise<Pick<SubmitProposal['data'], 'eligible_participants' | 'eligible_participants_source'>> {
+    if (request.quorum_policy?.kind !== 'unanimous' || request.eligible_participants !== undefined || !this.context.authRequired) return {};
+    const granted = this.directory.list().filter((p) => grantFor(p, request.domain)?.actions.includes('respond'));
+    const eligible: string[] = [];
+    // The list may hold deactivated participants; their current state decides.
+    for (const p of granted) if ((await this.directory.load(p.participant_id)).status === 'active') eligible.push(p.participant_id);
+    return { eligible_participants: eligible.sort(), eligible_participants_source: 'registry' };
   }
 
   private classificationOf(value: unknown, author: Identity): ClassificationLevel | null {
