@@ -1,6 +1,8 @@
+import { AcpError, parseDecisionEvent, parseProposal } from '@conclave/acp-protocol';
 import type { DecisionEvent, EscalationMetadata, Proposal, ProposalStatus, Resolution } from '@conclave/acp-protocol';
 import { acpStreamNames, acpSubjects, AcpSubjects, ErrorReply, OkReply } from '@conclave/messaging';
 import { AckPolicy, Authenticator, connect, DeliverPolicy, headers, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
+import { ulid } from 'ulid';
 import { ConclaveError, ConclaveUnavailableError } from './conclave-error';
 
 export interface ConclaveClientOptions {
@@ -13,6 +15,12 @@ export interface ConclaveClientOptions {
   streamSuffix?: string;
   /** Request timeout in milliseconds (default 5000). */
   timeoutMs?: number;
+  /**
+   * How many times `propose`, `endorse` and `challenge` resend an unanswered request (default 2).
+   * Safe: a retry carries the same proposal_id and body, and the service answers a retry of what
+   * it already recorded with the recorded proposal.
+   */
+  retries?: number;
   /** Hook that adds authentication headers to each command (see the security docs). */
   sign?: (subject: string, body: Uint8Array) => Promise<Record<string, string>> | Record<string, string>;
   /** Signs every command as a registered participant: `signer: ed25519Signer(participantId, privateKey)` (used when `sign` is absent). */
@@ -32,18 +40,27 @@ export interface ConclaveClientOptions {
 
 /** What an agent sends to propose; the service fills status, responses and resolution. */
 export interface ProposeInput {
+  /** Default: a new ULID per `propose` call, reused by its retries. */
   proposal_id?: string;
   type?: 'proposal' | 'observation' | 'hypothesis';
   domain: string;
   author: string;
   payload: Record<string, unknown>;
   quorum: number;
+  /** Default: now (the wire field is required; the client fills it once per call). */
   created_at?: string;
   expires_at?: string | null;
   quorum_policy?: { kind: string; threshold?: number };
+  /** Child proposals (RFC 9.3); they must exist, unless `expires_at` is set. */
   depends_on?: string[];
+  /** Who must respond under a unanimous quorum (RFC 7.3); under authentication the registry fills it when absent. */
+  eligible_participants?: string[];
+  /** Ids of earlier entries that caused this one (RFC 11.3); they must exist. */
+  caused_by?: string[];
+  /** Extensions the deployment understands (classification, payload_signature...). */
   [extension: string]: unknown;
 }
+
 
 /** A vote: the service computes the weight from the factors (spec 6.1). */
 export interface VoteInput {
@@ -60,6 +77,28 @@ export interface ListQuery {
   status?: ProposalStatus;
   limit?: number;
   cursor?: string;
+}
+
+/** One entry of a lineage (see `lineage()`). */
+export interface LineageNode {
+  proposal_id: string;
+  type: string;
+  domain: string;
+  author: string;
+  status: ProposalStatus;
+  outcome: string | null;
+  created_at: string;
+  caused_by: string[];
+  distance: number;
+}
+
+/** The causes and effects of one entry (RFC 11.3), as `acp.v1.lineage` answers. */
+export interface Lineage {
+  entry: LineageNode;
+  causes: LineageNode[];
+  effects: LineageNode[];
+  omitted: number;
+  truncated: boolean;
 }
 
 export interface DecisionsOptions {
@@ -123,6 +162,8 @@ export class ConclaveClient {
   private readonly subjects: AcpSubjects;
   private readonly decisionsStream: string;
   private readonly timeoutMs: number;
+  private readonly retries: number;
+  private readonly proposalsStream: string;
 
   private constructor(
     readonly nc: NatsConnection,
@@ -132,6 +173,8 @@ export class ConclaveClient {
     this.subjects = acpSubjects(options.prefix);
     this.decisionsStream = acpStreamNames(options.streamSuffix).decisions;
     this.timeoutMs = options.timeoutMs ?? 5_000;
+    this.retries = options.retries ?? 2;
+    this.proposalsStream = acpStreamNames(options.streamSuffix).proposals;
   }
 
   static async connect(options: ConclaveClientOptions = {}): Promise<ConclaveClient> {
@@ -146,9 +189,21 @@ export class ConclaveClient {
     return new ConclaveClient(nc, true, options);
   }
 
+  /**
+   * Posts a proposal. The body is built once (a new ULID `proposal_id` and `created_at` now,
+   * unless given) and resent as it is when a request goes unanswered, so a retry never makes a
+   * second proposal.
+   */
   async propose(input: ProposeInput): Promise<Proposal> {
-    const body = { schema_version: '1.0', type: 'proposal', expires_at: null, ...input };
-    return (await this.command<{ proposal: Proposal }>('propose', body)).proposal;
+    const body = {
+      schema_version: '1.0',
+      type: 'proposal',
+      expires_at: null,
+      ...input,
+      proposal_id: input.proposal_id ?? ulid(),
+      created_at: input.created_at ?? new Date().toISOString(),
+    };
+    return (await this.withRetries(() => this.command<{ proposal: Proposal }>('propose', body))).proposal;
   }
 
   endorse(proposalId: string, vote: VoteInput): Promise<Proposal> {
@@ -195,14 +250,36 @@ export class ConclaveClient {
     return { proposals, next_cursor };
   }
 
+  /** The causes and effects of one entry (RFC 11.3), up to `depth` links away (default 8, at most 16). */
+  async lineage(proposalId: string, options: { depth?: number } = {}): Promise<Lineage> {
+    return (await this.command<{ lineage: Lineage }>('lineage', { proposal_id: proposalId, ...options })).lineage;
+  }
+
   /**
    * Decision events from the JetStream stream, in order, acknowledged after the loop body
    * returns: with a `durable` name a restarted reader resumes where it left off and loses none.
+   * Each is validated (`schema_version` "1.0", the 12.6 fields): one this client cannot read ends
+   * the iteration with a ConclaveError (UNSUPPORTED_SCHEMA_VERSION, SCHEMA_VIOLATION...) and stays
+   * unacknowledged, so an upgraded reader still gets it.
    */
-  async *decisions(options: DecisionsOptions = {}): AsyncGenerator<DecisionEvent> {
+  decisions(options: DecisionsOptions = {}): AsyncGenerator<DecisionEvent> {
+    const filter = options.domain ? this.subjects.decisions(options.domain) : this.subjects.allDecisions;
+    return this.follow(this.decisionsStream, filter, options, parseDecisionEvent);
+  }
+
+  /**
+   * New pending proposals (type `proposal`) from ACP_PROPOSALS on `<prefix>.v1.proposals.<domain>`,
+   * for participants to review: in order, validated, acknowledged after the loop body returns,
+   * durable with a `durable` name, exactly like `decisions()`.
+   */
+  proposals(options: DecisionsOptions = {}): AsyncGenerator<Proposal> {
+    const filter = options.domain ? this.subjects.proposals(options.domain) : this.subjects.allProposals;
+    return this.follow(this.proposalsStream, filter, options, parseProposal);
+  }
+
+  private async *follow<T>(stream: string, filter: string, options: DecisionsOptions, parse: (input: unknown) => T): AsyncGenerator<T> {
     const js: JetStreamClient = this.nc.jetstream();
     const jsm: JetStreamManager = await this.nc.jetstreamManager();
-    const filter = options.domain ? this.subjects.decisions(options.domain) : this.subjects.allDecisions;
     const config = {
       ack_policy: AckPolicy.Explicit,
       ...(options.since
@@ -212,9 +289,9 @@ export class ConclaveClient {
       ...(options.durable ? { durable_name: options.durable } : { inactive_threshold: 60_000_000_000 }),
     };
     const info = options.durable
-      ? await jsm.consumers.info(this.decisionsStream, options.durable).catch(() => jsm.consumers.add(this.decisionsStream, config))
-      : await jsm.consumers.add(this.decisionsStream, config);
-    const consumer = await js.consumers.get(this.decisionsStream, info.name);
+      ? await jsm.consumers.info(stream, options.durable).catch(() => jsm.consumers.add(stream, config))
+      : await jsm.consumers.add(stream, config);
+    const consumer = await js.consumers.get(stream, info.name);
     const messages = await consumer.consume({ max_messages: 256 });
     // stop(), not close(): on nats-server 2.9, close() after the loop ended waits forever.
     const stop = () => messages.stop();
@@ -222,13 +299,13 @@ export class ConclaveClient {
     options.signal?.addEventListener('abort', stop, { once: true });
     try {
       for await (const m of messages) {
-        yield JSON.parse(decoder.decode(m.data)) as DecisionEvent;
+        yield readMessage(m.data, parse);
         m.ack();
       }
     } finally {
       options.signal?.removeEventListener('abort', stop);
       stop();
-      if (!options.durable) await jsm.consumers.delete(this.decisionsStream, info.name).catch(() => undefined);
+      if (!options.durable) await jsm.consumers.delete(stream, info.name).catch(() => undefined);
     }
   }
 
@@ -238,7 +315,18 @@ export class ConclaveClient {
 
   private respond(proposalId: string, responseType: 'endorse' | 'challenge', vote: VoteInput): Promise<Proposal> {
     const body = { schema_version: '1.0', proposal_id: proposalId, response_type: responseType, reason: null, ...vote };
-    return this.command<{ proposal: Proposal }>('respond', body).then((r) => r.proposal);
+    return this.withRetries(() => this.command<{ proposal: Proposal }>('respond', body)).then((r) => r.proposal);
+  }
+
+  /** Resends an unanswered request (the same body); any answer, success or refusal, is final. */
+  private async withRetries<T>(send: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await send();
+      } catch (err) {
+        if (!(err instanceof ConclaveUnavailableError) || attempt >= this.retries) throw err;
+      }
+    }
   }
 
   /**
@@ -268,5 +356,21 @@ export class ConclaveClient {
     const reply = JSON.parse(decoder.decode(data)) as OkReply<T> | ErrorReply;
     if (!reply.ok) throw new ConclaveError(reply.error);
     return reply;
+  }
+}
+
+/** A stream message as the wire object `parse` checks; anything else is a ConclaveError with the code. */
+function readMessage<T>(data: Uint8Array, parse: (input: unknown) => T): T {
+  let body: unknown;
+  try {
+    body = JSON.parse(decoder.decode(data));
+  } catch {
+    throw new ConclaveError({ code: 'INVALID_JSON', message: 'a stream message is not JSON' });
+  }
+  try {
+    return parse(body);
+  } catch (err) {
+    if (err instanceof AcpError) throw new ConclaveError(err.toJSON());
+    throw err;
   }
 }
