@@ -196,6 +196,21 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
     });
   });
 
+  describe('10. client-chosen response timestamps', () => {
+    it('a response dated an hour ahead is SCHEMA_VIOLATION on timestamp and records nothing; one dated now is recorded with it', async () => {
+      await h.seed([{ participant_id: 'bob', grants: [{ domain: 'risk', domain_authority: 0.5, trust_score: 0.5 }] }]);
+      const alice = await h.clientFor('alice');
+      const bob = await h.clientFor('bob');
+      const p = await alice.propose({ domain: 'risk', author: 'alice', payload: { t: 1 }, quorum: 5, created_at: now() });
+      const ahead = new Date(Date.now() + 3_600_000).toISOString();
+      expect(await refusal(bob.endorse(p.proposal_id, { participant_id: 'bob', confidence: 0.5, timestamp: ahead }))).toMatchObject({ code: 'SCHEMA_VIOLATION', field: 'timestamp' });
+      expect((await alice.get(p.proposal_id)).responses).toEqual([]);
+      const present = now();
+      const recorded = await bob.endorse(p.proposal_id, { participant_id: 'bob', confidence: 0.5, timestamp: present });
+      expect(recorded.responses).toEqual([expect.objectContaining({ participant_id: 'bob', timestamp: present })]);
+    });
+  });
+
   describe('8. audit attribution', () => {
     it('a forged request claiming alice is audited as claimed, not authenticated; a refused JWT request as authenticated', async () => {
       const forger = await ConclaveClient.connect({
