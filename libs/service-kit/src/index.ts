@@ -41,3 +41,4 @@ export { ConclaveMetrics, METRICS, processMetrics } from './lib/metrics';
 export { trackTimerQueue } from './lib/metrics-timers';
 export { formatLine, idIn, inLogContext, logFields, loggingModule, textLines, withLogFields } from './lib/logging';
 export type { LogFields } from './lib/logging';
+export { activeTraceId, startTracing, stopTracing, tracingOn, tracingWantedBy } from './lib/tracing';

@@ -8,6 +8,7 @@ import { ServiceConfig } from './service-config';
 import { loggingModule } from './logging';
 import { ConclaveMetrics } from './metrics';
 import { combineObservers, logContextObserver, metricsObserver } from './metrics-requests';
+import { startTracing, tracingObserver, tracingWantedBy } from './tracing';
 
 export interface BootstrapOptions {
   name: string;
@@ -29,6 +30,7 @@ class ServiceRoot {}
  * shutdown hooks for a graceful drain on SIGTERM.
  */
 export async function bootstrapService(options: BootstrapOptions): Promise<INestApplication> {
+  if (tracingWantedBy(process.env)) startTracing(options.name);
   const root: DynamicModule = {
     module: ServiceRoot,
     imports: [loggingModule(options.name, options.config, options.logDestination), options.module as DynamicModule],
@@ -43,7 +45,7 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
         strategy: new PlainJsonNatsServer({
           connection: app.get<NatsConnection>(NATS_CONNECTION),
           ...options.commands,
-          observer: combineObservers(metricsObserver(app.get(ConclaveMetrics)), logContextObserver()),
+          observer: combineObservers(metricsObserver(app.get(ConclaveMetrics)), tracingObserver(), logContextObserver()),
         }),
       },
       { inheritAppConfig: true },

@@ -13,6 +13,8 @@ import {
   categoryOf,
 } from '@conclave/event-log';
 import { NatsConnection } from 'nats';
+import { SpanKind } from '@opentelemetry/api';
+import { traced } from './tracing';
 import { ConclaveMetrics, METRICS } from './metrics';
 import { ServiceConfig } from './service-config';
 
@@ -38,7 +40,7 @@ export class MeteredEventLog<E extends LogEvent = LogEvent> implements EventLog<
     const category = safeCategory(stream);
     const end = this.latency.startTimer({ category });
     try {
-      const result = await this.inner.append(stream, events, expected);
+      const result = await traced('eventlog.append', SpanKind.CLIENT, { 'conclave.category': category }, () => this.inner.append(stream, events, expected));
       this.appends.inc({ category, result: result.duplicate ? 'duplicate' : 'ok' });
       if (!result.duplicate) {
         this.appended.inc({ category }, events.length);

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { PlainJsonNatsServerOptions } from '@conclave/messaging';
 import { idIn, inLogContext } from './logging';
 import { ConclaveMetrics, METRICS } from './metrics';
+import { activeTraceId } from './tracing';
 
 export type RequestObserver = NonNullable<PlainJsonNatsServerOptions['observer']>;
 type ObservedRequest = Parameters<NonNullable<RequestObserver['replied']>>[0];
@@ -46,7 +47,7 @@ export function logContextObserver(): RequestObserver {
           subject: request.pattern,
           proposal_id: idIn(request.body, 'proposal_id'),
           run_id: idIn(request.body, 'run_id'),
-          trace_id: traceIdOf(request),
+          trace_id: activeTraceId() ?? traceIdOf(request),
         },
         async () => {
           try {

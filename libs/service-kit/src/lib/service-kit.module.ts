@@ -8,6 +8,7 @@ import { ServiceConfig } from './service-config';
 import { createEventLog, eventLogProviders } from './event-log.provider';
 import { ConclaveMetrics } from './metrics';
 import { MeteredEventLog } from './metrics-event-log';
+import { TracingFlush } from './tracing';
 import { EVENT_LOG, FATAL, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_NAME } from './tokens';
 import { fatalHandlerFor, Reactors } from './reactor';
 import { runtimeProviders } from './runtime';
@@ -80,6 +81,7 @@ export class ServiceKitModule {
           useFactory: async (c: ServiceConfig, nc: NatsConnection, metrics: ConclaveMetrics) => new MeteredEventLog(await createEventLog(c, nc), metrics),
         },
         NatsConnectionCloser,
+        TracingFlush,
         { provide: FATAL, useValue: fatalHandlerFor(config) },
         Reactors,
       ],

@@ -1,0 +1,67 @@
+import { SpanKind } from '@opentelemetry/api';
+import { tracing } from '@opentelemetry/sdk-node';
+import { headers as natsHeaders } from 'nats';
+import { startTracing, stopTracing, tracingOn, tracingWantedBy } from '@conclave/service-kit';
+import { ConclaveHarness, eventually } from '../support/conclave-harness';
+
+describe('tracing is off unless the OTEL_* variables ask for it', () => {
+  it('needs an exporter or an endpoint, and yields to OTEL_SDK_DISABLED', () => {
+    expect(tracingWantedBy({})).toBe(false);
+    expect(tracingWantedBy({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' })).toBe(false);
+    expect(tracingWantedBy({ OTEL_TRACES_EXPORTER: 'otlp' })).toBe(true);
+    expect(tracingWantedBy({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' })).toBe(true);
+    expect(tracingWantedBy({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:4318/v1/traces' })).toBe(true);
+    expect(tracingWantedBy({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_SDK_DISABLED: 'true' })).toBe(false);
+  });
+});
+
+/**
+ * A real intake with tracing on (an in-memory exporter instead of OTLP): a request carrying a
+ * W3C traceparent gets a SERVER span in the caller's trace, and the event-log append it makes is
+ * that span's child.
+ */
+describe('tracing: NATS API requests continue the caller trace', () => {
+  const exporter = new tracing.InMemorySpanExporter();
+  const h = new ConclaveHarness();
+
+  beforeAll(async () => {
+    startTracing('intake', { spanProcessors: [new tracing.SimpleSpanProcessor(exporter)] });
+    await h.start('intake');
+  });
+  afterAll(async () => {
+    await h.stop();
+    await stopTracing();
+  });
+
+  it('one SERVER span per request, child of the traceparent; the append is its child', async () => {
+    expect(tracingOn()).toBe(true);
+    const traceId = '0af7651916cd43dd8448eb211c80319c';
+    const callerSpan = 'b7ad6b7169203331';
+    const hdrs = natsHeaders();
+    hdrs.set('traceparent', `00-${traceId}-${callerSpan}-01`);
+    const body = { schema_version: '1.0', type: 'proposal', domain: 'ops.deploy', author: 'agent-ops', payload: { action: 'deploy' }, quorum: 2, expires_at: null, created_at: new Date().toISOString() };
+    const reply = JSON.parse(new TextDecoder().decode((await h.nc.request(`${h.prefix}.v1.propose`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 5_000, headers: hdrs })).data));
+    expect(reply).toMatchObject({ ok: true });
+
+    const server = await eventually(async () => exporter.getFinishedSpans().find((s) => s.name === 'v1.propose'), 5_000, 'the server span');
+    expect(server.kind).toBe(SpanKind.SERVER);
+    expect(server.spanContext().traceId).toBe(traceId);
+    expect(server.parentSpanContext?.spanId).toBe(callerSpan);
+    expect(server.attributes).toMatchObject({ 'messaging.system': 'nats', 'messaging.destination.name': `${h.prefix}.v1.propose` });
+
+    const append = exporter.getFinishedSpans().find((s) => s.name === 'eventlog.append' && s.spanContext().traceId === traceId);
+    expect(append).toBeDefined();
+    expect(append?.kind).toBe(SpanKind.CLIENT);
+    expect(append?.parentSpanContext?.spanId).toBe(server.spanContext().spanId);
+    expect(append?.attributes).toMatchObject({ 'conclave.category': 'proposal' });
+  });
+
+  it('a refused request is marked with its code but not failed; without traceparent, a new trace starts', async () => {
+    exporter.reset();
+    await expect(h.client.get('01ARZ3NDEKTSV4RRFFQ69G5FAV')).rejects.toMatchObject({ code: 'PROPOSAL_NOT_FOUND' });
+    const span = await eventually(async () => exporter.getFinishedSpans().find((s) => s.name === 'v1.get'), 5_000, 'the get span');
+    expect(span.attributes).toMatchObject({ 'conclave.error_code': 'PROPOSAL_NOT_FOUND', 'conclave.proposal_id': '01ARZ3NDEKTSV4RRFFQ69G5FAV' });
+    expect(span.status.code).not.toBe(2);
+    expect(span.parentSpanContext).toBeUndefined();
+  });
+});
