@@ -11,6 +11,7 @@ import {
   MAX_REFUSALS_PER_TASK,
   Usage,
   controllerEvents,
+  councilRunStream,
   decide,
   decideNext,
   evolveRunInPlace,
@@ -19,7 +20,15 @@ import {
   pendingTaskRequests,
   taskRequests,
 } from '@conclave/council-protocol';
-import { ConcurrencyError, StreamVersion } from '@conclave/event-log';
+import {
+  AggregateSource,
+  CommandConflictError,
+  ConcurrencyError,
+  Decider,
+  handleCommand,
+  LoadedAggregate,
+  StreamVersion,
+} from '@conclave/event-log';
 import { CLOCK, Clock, NATS_CONNECTION, SERVICE_CONFIG } from '@conclave/service-kit';
 import { createInbox, ErrorCode, Msg, NatsConnection, NatsError } from 'nats';
 import { CouncilConfig } from './council.config';
@@ -46,6 +55,53 @@ interface LoopDeps {
 }
 
 class Stopped extends Error {}
+
+/** A command with the `now` the edge stamped; built on the state it is decided on. */
+interface RunCommand {
+  build: CommandBuilder;
+  now: string;
+}
+type RunDecider = Pick<Decider<CouncilRunState, RunCommand, CouncilEvent>, 'decide' | 'evolve' | 'evolveAll'>;
+
+const foldOne = (state: CouncilRunState, event: CouncilEvent) => foldRun([event], state);
+
+/** Just the command (a run not driven here: the driver that adopts it steps the controller). */
+const commandOnly: RunDecider = {
+  decide: ({ build, now }, state) => decide(build(state, now), state),
+  evolve: foldOne,
+  evolveAll: (state, events) => foldRun(events, state),
+};
+
+/**
+ * The command, then what the controller does next on its result, in one commit: the reply that
+ * closes a stage and the next stage's tasks cost one append on the run's critical path. The
+ * actions of the last decision are left in `issued`, to send once they are in the log.
+ */
+function withController(subjectPrefix: string, issued: { actions: ControllerAction[] }): RunDecider {
+  return {
+    decide: ({ build, now }, state) => {
+      issued.actions = [];
+      const events = decide(build(state, now), state);
+      if (events.length === 0) return [];
+      const actions = decideNext(foldRun(events, state), now, { subjectPrefix });
+      issued.actions = actions;
+      return [...events, ...controllerEvents(actions)];
+    },
+    evolve: foldOne,
+    // One copy, then in place (the state may be large).
+    evolveAll: (state, events) => foldRun(events, state),
+  };
+}
+
+/** The one command pipeline over a run's stream; a run that keeps changing is a retryable refusal. */
+async function pipeline(source: AggregateSource<CouncilRunState, CouncilEvent>, runId: string, decider: RunDecider, command: RunCommand) {
+  try {
+    return await handleCommand(source, councilRunStream(runId), decider, command, { maxAttempts: MAX_CONFLICTS + 1 });
+  } catch (err) {
+    if (err instanceof CommandConflictError) throw new CouncilError('INTERNAL', 'the run kept changing under the command; retry');
+    throw err;
+  }
+}
 
 /**
  * One running Council run, driven by this process: the service loop of the council-protocol
@@ -104,22 +160,34 @@ class RunLoop {
    */
   async execute(build: CommandBuilder): Promise<CouncilRunState> {
     return this.exec(async () => {
-      for (let attempt = 0; ; attempt++) {
-        const now = this.now();
-        const events = decide(build(this.state, now), this.state);
-        if (events.length === 0) break;
-        const after = foldRun(events, this.state); // a private copy: folded further in place below
-        const actions = decideNext(after, now, { subjectPrefix: this.subjectPrefix });
-        const next = controllerEvents(actions).reduce(evolveRunInPlace, after);
-        if (await this.append([...events, ...controllerEvents(actions)], next)) {
-          this.sendIssued(actions);
-          break;
+      const issued: { actions: ControllerAction[] } = { actions: [] };
+      const outcome = await pipeline(this.source(), this.runId, withController(this.subjectPrefix, issued), { build, now: this.now() });
+      if (outcome.events.length > 0) {
+        if (outcome.duplicate) await this.reload();
+        else {
+          this.state = outcome.state;
+          this.version = outcome.version;
         }
-        if (attempt >= MAX_CONFLICTS) throw new CouncilError('INTERNAL', 'the run kept changing under the command; retry');
+        this.sendIssued(issued.actions);
       }
       await this.step();
       return this.state;
     });
+  }
+
+  /** The loop's own state as the pipeline's source: decided on as it is, reread on a conflict. */
+  private source(): AggregateSource<CouncilRunState, CouncilEvent> {
+    const stream = councilRunStream(this.runId);
+    const current = (): LoadedAggregate<CouncilRunState> => ({ stream, state: this.state, version: this.version, cached: true });
+    return {
+      load: async () => current(),
+      reload: async () => {
+        await this.reload();
+        return current();
+      },
+      isCurrent: async (loaded) => (await this.deps.repo.version(this.runId)) === loaded.version,
+      append: (_stream, events, expected) => this.deps.repo.append(this.runId, events, expected),
+    };
   }
 
   async stop(): Promise<void> {
@@ -400,19 +468,11 @@ export class RunDriver implements BeforeApplicationShutdown {
   async execute(runId: string, build: CommandBuilder): Promise<CouncilRunState> {
     const loop = this.loops.get(runId);
     if (loop) return loop.execute(build);
-    for (let attempt = 0; ; attempt++) {
-      const loaded = await this.repo.load(runId);
-      const events = decide(build(loaded.state, this.clock.now().toISOString()), loaded.state);
-      if (events.length === 0) return loaded.state;
-      try {
-        const result = await this.repo.append(runId, events, loaded.version);
-        const after = result.duplicate ? await this.repo.load(runId) : { state: foldRun(events, loaded.state), version: result.version };
-        await this.adopt(runId, after);
-        return after.state;
-      } catch (err) {
-        if (!(err instanceof ConcurrencyError) || attempt >= MAX_CONFLICTS) throw err;
-      }
-    }
+    const outcome = await pipeline(this.repo.source(runId), runId, commandOnly, { build, now: this.clock.now().toISOString() });
+    if (outcome.events.length === 0) return outcome.state;
+    const after = outcome.duplicate ? await this.repo.load(runId) : { state: outcome.state, version: outcome.version };
+    await this.adopt(runId, after);
+    return after.state;
   }
 
   async beforeApplicationShutdown(): Promise<void> {

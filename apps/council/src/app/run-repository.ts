@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CouncilEvent, CouncilRunState, councilRunStream, EMPTY_RUN, foldRun } from '@conclave/council-protocol';
-import type { AppendResult, EventLog, ExpectedVersion, StreamVersion } from '@conclave/event-log';
+import type { AggregateSource, AppendResult, EventLog, ExpectedVersion, LoadedAggregate, StreamVersion } from '@conclave/event-log';
 import { EVENT_LOG } from '@conclave/service-kit';
 
 export interface LoadedRun {
@@ -22,5 +22,21 @@ export class RunRepository {
 
   append(runId: string, events: readonly CouncilEvent[], expected: ExpectedVersion): Promise<AppendResult> {
     return (this.log as EventLog<CouncilEvent>).append(councilRunStream(runId), events, expected);
+  }
+
+  version(runId: string): Promise<StreamVersion | 'no_stream'> {
+    return this.log.version(councilRunStream(runId));
+  }
+
+  /** The run's stream as a command pipeline source: every load a read (runs are driven from memory). */
+  source(runId: string): AggregateSource<CouncilRunState, CouncilEvent> {
+    const stream = councilRunStream(runId);
+    const read = async (): Promise<LoadedAggregate<CouncilRunState>> => ({ stream, ...(await this.load(runId)), cached: false });
+    return {
+      load: read,
+      reload: read,
+      isCurrent: async (loaded) => (await this.version(runId)) === loaded.version,
+      append: (_stream, events, expected) => this.append(runId, events, expected),
+    };
   }
 }

@@ -10,6 +10,8 @@ export interface Decider<S, C, E extends LogEvent> {
   decide(command: C, state: S): readonly E[];
   evolve(state: S, event: E): S;
   initialState(stream: string): S;
+  /** Folds several events at once (e.g. one copy, then in place); `evolve` one by one otherwise. */
+  evolveAll?(state: S, events: readonly E[]): S;
 }
 
 /** Where a command pipeline loads and appends: an AggregateCache, or a plain reader of the log. */
@@ -62,7 +64,7 @@ export class CommandConflictError extends Error {
 export async function handleCommand<S, C, E extends LogEvent>(
   source: AggregateSource<S, E>,
   stream: string,
-  decider: Pick<Decider<S, C, E>, 'decide' | 'evolve'>,
+  decider: Pick<Decider<S, C, E>, 'decide' | 'evolve' | 'evolveAll'>,
   command: C,
   options: HandleCommandOptions<S> = {},
 ): Promise<CommandOutcome<S, E>> {
@@ -90,7 +92,8 @@ export async function handleCommand<S, C, E extends LogEvent>(
     try {
       const appended = await source.append(stream, events, loaded.version);
       let state = loaded.state;
-      for (const e of events) state = decider.evolve(state, e);
+      if (decider.evolveAll) state = decider.evolveAll(state, events);
+      else for (const e of events) state = decider.evolve(state, e);
       return { events, state, version: appended.version, duplicate: appended.duplicate };
     } catch (err) {
       if (!(err instanceof ConcurrencyError)) throw err;
