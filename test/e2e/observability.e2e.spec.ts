@@ -175,6 +175,36 @@ describe('observability: /metrics of the running services after traffic', () => 
     }
   });
 
+  it('the dashboard and the alert rules query only series the services expose; every alert has a runbook', () => {
+    const dir = join(__dirname, '../../deploy/observability');
+    const known = new Set<string>();
+    for (const def of Object.values(METRICS)) {
+      known.add(def.name);
+      if (def.type === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) known.add(def.name + suffix);
+    }
+    const dashboard = JSON.parse(readFileSync(join(dir, 'grafana-dashboard.json'), 'utf8')) as { panels: { title: string; targets: { expr: string }[] }[] };
+    const exprs = dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr));
+    expect(exprs.length).toBeGreaterThan(10);
+    const rules = readFileSync(join(dir, 'alerts.yml'), 'utf8');
+    const used = new Set([...exprs.join('\n').matchAll(/conclave_[a-z_]+/g), ...rules.matchAll(/conclave_[a-z_]+/g)].map((m) => m[0]));
+    for (const name of used) expect([name, known.has(name)]).toEqual([name, true]);
+    const doc = readFileSync(join(__dirname, '../../docs/operations.md'), 'utf8');
+    const alerts = [...rules.matchAll(/- alert: (\w+)/g)].map((m) => m[1]);
+    expect(alerts.length).toBeGreaterThanOrEqual(8);
+    for (const alert of alerts) {
+      const anchor = /runbook: docs\/operations\.md#(\w+)/.exec(rules.slice(rules.indexOf(`- alert: ${alert}`)))?.[1];
+      expect([alert, doc.split('\n').some((l) => l.startsWith('### ') && l.slice(4).toLowerCase().split(' ').includes(anchor ?? '-'))]).toEqual([alert, true]);
+    }
+  });
+
+  (promtool ? it : it.skip)('promtool check rules and test rules accept the alert rules', () => {
+    const dir = join(__dirname, '../../deploy/observability');
+    for (const args of [['check', 'rules', 'alerts.yml'], ['test', 'rules', 'alerts.test.yml']]) {
+      const run = spawnSync('promtool', args, { cwd: dir, encoding: 'utf8' });
+      expect({ args, status: run.status, problems: run.status === 0 ? '' : `${run.stdout}${run.stderr}` }).toEqual({ args, status: 0, problems: '' });
+    }
+  });
+
   (promtool ? it : it.skip)('promtool check metrics accepts every exposition', () => {
     for (const name of services) {
       const run = spawnSync('promtool', ['check', 'metrics'], { input: scraped.get(name)!.text, encoding: 'utf8' });
