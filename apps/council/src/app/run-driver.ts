@@ -30,7 +30,8 @@ import {
   StreamVersion,
 } from '@conclave/event-log';
 import { CLOCK, Clock, NATS_CONNECTION, SERVICE_CONFIG } from '@conclave/service-kit';
-import { createInbox, ErrorCode, Msg, NatsConnection, NatsError } from 'nats';
+import { ErrorCode, Msg, NatsConnection, NatsError } from 'nats';
+import { inboxOf } from '@conclave/messaging';
 import { CouncilConfig } from './council.config';
 import { HeldLease, RunLeases } from './run-lease';
 import { LoadedRun, RunRepository } from './run-repository';
@@ -316,7 +317,7 @@ class RunLoop {
       return;
     }
     // Refused before its deadline: the member may correct its answer by replying to the verdict.
-    const inbox = createInbox();
+    const inbox = inboxOf(this.deps.nc);
     const sub = this.deps.nc.subscribe(inbox, { max: 1, timeout: remaining + this.deps.config.replyGraceMs });
     msg.respond(encoder.encode(JSON.stringify(verdict)), { reply: inbox });
     try {

@@ -1,6 +1,6 @@
 import type { CouncilErrorBody, CouncilTaskRequest, RunRecord, TaskStage, Usage } from '@conclave/council-protocol';
-import { COUNCIL_COMMANDS, councilSubjects, CouncilSubjects, DEFAULT_COUNCIL_PREFIX } from '@conclave/messaging';
-import { createInbox, headers, Msg, NatsConnection, Subscription } from 'nats';
+import { COUNCIL_COMMANDS, councilSubjects, CouncilSubjects, DEFAULT_COUNCIL_PREFIX, inboxOf } from '@conclave/messaging';
+import { headers, Msg, NatsConnection, Subscription } from 'nats';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -155,7 +155,7 @@ export class CouncilMember {
     const nc = this.options.nc;
     if (nc.isClosed()) return undefined;
     const wire = body['ok'] === true && body['usage'] === undefined ? body['artifact'] : body;
-    const inbox = createInbox();
+    const inbox = inboxOf(nc);
     const sub = nc.subscribe(inbox, { max: 1 });
     this.verdictWaits.add(sub);
     const wait = Math.max(Date.parse(deadline) - Date.now(), 0) + 2_000;
