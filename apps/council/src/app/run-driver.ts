@@ -29,7 +29,7 @@ import {
   LoadedAggregate,
   StreamVersion,
 } from '@conclave/event-log';
-import { CLOCK, Clock, NATS_CONNECTION, SERVICE_CONFIG } from '@conclave/service-kit';
+import { CLOCK, Clock, NATS_CONNECTION, SERVICE_CONFIG, TimerQueue } from '@conclave/service-kit';
 import { ErrorCode, Msg, NatsConnection, NatsError } from 'nats';
 import { inboxOf } from '@conclave/messaging';
 import { CouncilConfig } from './council.config';
@@ -53,6 +53,9 @@ interface LoopDeps {
   config: CouncilConfig;
   logger: Logger;
   onTerminated(runId: string): void;
+  /** The service's timer queue: wakes the run's loop at a time, until cancelled. */
+  wakeAt(runId: string, atMs: number): void;
+  cancelWake(runId: string): void;
 }
 
 class Stopped extends Error {}
@@ -113,7 +116,6 @@ async function pipeline(source: AggregateSource<CouncilRunState, CouncilEvent>, 
  */
 class RunLoop {
   private chain: Promise<unknown> = Promise.resolve();
-  private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   /** Task ids with a request in flight from this process (a reload never sends one twice). */
   private readonly sending = new Set<string>();
@@ -193,7 +195,7 @@ class RunLoop {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.timer);
+    this.deps.cancelWake(this.runId);
     await this.chain;
   }
 
@@ -213,7 +215,7 @@ class RunLoop {
       this.sendIssued(actions);
     }
     if (this.state.status !== 'running') {
-      clearTimeout(this.timer);
+      this.deps.cancelWake(this.runId);
       this.deps.onTerminated(this.runId);
       return;
     }
@@ -255,17 +257,14 @@ class RunLoop {
   }
 
   private schedule(): void {
-    clearTimeout(this.timer);
-    if (this.stopped || this.state.status !== 'running') return;
+    if (this.stopped || this.state.status !== 'running') return this.deps.cancelWake(this.runId);
     const wake = nextWakeAt(this.state);
-    if (wake === null) return;
-    const delay = Math.max(Date.parse(wake) - this.deps.clock.now().getTime(), 0) + 1;
-    this.timer = setTimeout(() => this.kick(), delay);
+    if (wake === null) return this.deps.cancelWake(this.runId);
+    this.deps.wakeAt(this.runId, Date.parse(wake) + 1);
   }
 
   private retryLater(): void {
-    clearTimeout(this.timer);
-    if (!this.stopped) this.timer = setTimeout(() => this.kick(), this.deps.config.retryMs);
+    if (!this.stopped) this.deps.wakeAt(this.runId, this.deps.clock.now().getTime() + this.deps.config.retryMs);
   }
 
   private failed(what: string, err: unknown): void {
@@ -394,6 +393,7 @@ export class RunDriver implements BeforeApplicationShutdown {
   private renewTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   private readonly deps: LoopDeps;
+  private readonly timers: TimerQueue;
 
   constructor(
     private readonly repo: RunRepository,
@@ -402,7 +402,25 @@ export class RunDriver implements BeforeApplicationShutdown {
     @Inject(SERVICE_CONFIG) config: CouncilConfig,
     private readonly leases: RunLeases,
   ) {
-    this.deps = { repo, nc, clock, config, logger: this.logger, onTerminated: (id) => void this.drop(id) };
+    // Deadlines and budget wake-ups of every run in one timer queue: a wake-up kicks the loop.
+    this.timers = new TimerQueue({
+      clock,
+      run: async (runId) => {
+        this.loops.get(runId)?.kick();
+        return 'done';
+      },
+    });
+    this.timers.start();
+    this.deps = {
+      repo,
+      nc,
+      clock,
+      config,
+      logger: this.logger,
+      onTerminated: (id) => void this.drop(id),
+      wakeAt: (id, atMs) => this.timers.schedule(id, atMs),
+      cancelWake: (id) => this.timers.cancel(id),
+    };
   }
 
   get activeRuns(): number {
@@ -479,6 +497,7 @@ export class RunDriver implements BeforeApplicationShutdown {
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
     clearInterval(this.renewTimer);
+    await this.timers.stop();
     await Promise.all([...this.loops.values()].map((l) => l.stop()));
     this.loops.clear();
     // Released at once, so another replica takes the runs over without waiting for expiry.
