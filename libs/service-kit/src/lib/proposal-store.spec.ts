@@ -60,7 +60,9 @@ describe('ProposalStore.execute with a preloaded proposal', () => {
     const id = '01JFFFFFFFFFFFFFFFFFFFFFFF';
     const stale = await store.load(id);
     await store.execute(submit(id));
-    const error = await store.execute({ ...submit(id), command_id: '01JGGGGGGGGGGGGGGGGGGGGGGG' }, stale).catch((e: unknown) => e);
+    // Another proposal under the same id (an identical one would be a harmless retry).
+    const other = submit(id);
+    const error = await store.execute({ ...other, command_id: '01JGGGGGGGGGGGGGGGGGGGGGGG', data: { ...other.data, quorum: other.data.quorum + 1 } }, stale).catch((e: unknown) => e);
     expect((error as AcpError).code).toBe('DUPLICATE_PROPOSAL_ID');
     expect((await log.read(`proposal-${id}`)).events).toHaveLength(1);
   });
