@@ -51,13 +51,14 @@ async function tryReq(nc, subject) {
   await js.publish('acp.v1.escalations.risk', sc.encode('{"e":1}'), { msgID: 'x1' });
   expect('services: JetStream append to event log', true, true);
   // services serve the command subjects in a queue group
-  for (const s of ['acp.v1.propose', 'acp.v1.respond', 'acp.v1.escalate', 'acp.v1.get', 'acp.v1.list', 'acp.v1.resolve', 'council.v1.start']) {
+  for (const s of ['acp.v1.propose', 'acp.v1.respond', 'acp.v1.escalate', 'acp.v1.get', 'acp.v1.list', 'acp.v1.lineage', 'acp.v1.resolve', 'council.v1.start']) {
     svc.subscribe(s, { queue: 'q', callback: (_e, m) => m.respond(sc.encode('{"ok":true}')) });
   }
   await svc.flush();
 
   const agent = await conn('agent', pw('CONCLAVE_AGENT_PASSWORD'));
   expect('agent: request acp.v1.propose', await tryReq(agent, 'acp.v1.propose'), true);
+  expect('agent: request acp.v1.lineage', await tryReq(agent, 'acp.v1.lineage'), true);
   expect('agent: request council.v1.start', await tryReq(agent, 'council.v1.start'), true);
   expect('agent: request acp.v1.resolve (human only)', await tryReq(agent, 'acp.v1.resolve'), false);
   expect('agent: publish conclave.evt.proposal.p1', await tryPub(agent, 'conclave.evt.proposal.p1'), false);
