@@ -28,3 +28,12 @@ export * from './lib/decide';
 export * from './lib/run-record';
 export * from './lib/single-agent-council';
 export * from './lib/run-aggregation';
+// Evaluation (council:L4 and L5, spec 14 to 16): pure, not yet wired into the controller.
+export * from './lib/evaluation/ballots';
+export * from './lib/evaluation/choice-models';
+export * from './lib/evaluation/aggregation';
+export * from './lib/evaluation/outcomes';
+export * from './lib/evaluation/capability';
+export * from './lib/evaluation/chair-selection';
+export * from './lib/evaluation/concentration';
+export * from './lib/evaluation/calibration';
