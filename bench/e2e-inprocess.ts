@@ -24,7 +24,7 @@ import { DecisionCollector } from '../test/support/decisions';
 import { ExpirySweeper } from '../apps/sweeper/src/app/expiry-sweeper';
 import { fmt, int, pct } from './bench-util';
 
-export const PENDING = int('BENCH_PENDING', 1_000_000);
+export const PENDING = int('BENCH_PENDING', 300_000);
 const PROPOSALS = int('BENCH_PROPOSALS', 2_000);
 const IN_FLIGHT = int('BENCH_IN_FLIGHT', 64);
 const TIMEOUT_SAMPLES = int('BENCH_TIMEOUT_SAMPLES', 200);

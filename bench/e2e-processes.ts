@@ -30,7 +30,7 @@ const STARTUP: ServiceName[] = ['intake', 'resolver', 'sweeper', 'escalation', '
 const PROPOSALS = int('BENCH_PROC_PROPOSALS', 3_000);
 const IN_FLIGHT = int('BENCH_IN_FLIGHT', 64);
 const RAW_WINDOW = int('BENCH_RAW_WINDOW', 256);
-const LOG_EVENTS = int('BENCH_LOG_EVENTS', 200_000);
+const LOG_EVENTS = int('BENCH_LOG_EVENTS', 100_000);
 const READY_LIMIT_MS = int('BENCH_READY_LIMIT_S', 240) * 1000;
 const now = () => new Date().toISOString();
 
