@@ -5,6 +5,7 @@ import {
   capabilityOf,
   emptyCapabilityProjection,
   evolveCapabilities,
+  parseCapabilityOptions,
   projectCapabilities,
   scopeKey,
 } from './capability';
@@ -182,6 +183,11 @@ describe('capability projection is a replayable fold', () => {
   it('given a mixed outcome, when projected, then it counts half a success', () => {
     const p = projectCapabilities([runs[2]]);
     expect(est(p, cat, 'synthesizer', 'legal')).toMatchObject({ alpha: 1.5, beta: 1.5 });
+  });
+  it('given policy input, when parsed, then defaults fill in and a decay factor or reset is accepted', () => {
+    expect(parseCapabilityOptions(undefined)).toEqual({ prior_alpha: 1, prior_beta: 1, outcome_weight: 1, peer_weight: 0.25, on_version_change: 'reset' });
+    expect(parseCapabilityOptions({ on_version_change: 0.3, peer_weight: 0 })).toMatchObject({ on_version_change: 0.3, peer_weight: 0 });
+    expect(() => parseCapabilityOptions({ on_version_change: 'forget' })).toThrow(CouncilError);
   });
   it.each([
     [{ peer_weight: 1, outcome_weight: 1 }, 'capability.peer_weight'],

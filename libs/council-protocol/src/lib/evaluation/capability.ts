@@ -1,5 +1,5 @@
 import { NO_DECISION, SYNTHESIS } from '../decision-record';
-import { fail, instantMs } from '../validation';
+import { fail, instantMs, optNum, record } from '../validation';
 import { MemberDescriptor } from '../member-descriptor';
 import { RunRecord } from '../run-record';
 import { CapabilityEstimate } from '../run-aggregation';
@@ -77,6 +77,20 @@ export function checkCapabilityOptions(options: CapabilityOptions): CapabilityOp
   const v = options.on_version_change;
   if (v !== 'reset' && !(typeof v === 'number' && v > 0 && v < 1)) fail('capability.on_version_change', "must be 'reset' or a factor in (0, 1)");
   return options;
+}
+
+/** Validate the policy's capability options from unknown input, filling defaults. */
+export function parseCapabilityOptions(input: unknown, path = 'capability'): CapabilityOptions {
+  const o = input === undefined || input === null ? {} : record(input, path);
+  const d = DEFAULT_CAPABILITY_OPTIONS;
+  const change = o['on_version_change'];
+  return checkCapabilityOptions({
+    prior_alpha: optNum(o, 'prior_alpha', path) ?? d.prior_alpha,
+    prior_beta: optNum(o, 'prior_beta', path) ?? d.prior_beta,
+    outcome_weight: optNum(o, 'outcome_weight', path) ?? d.outcome_weight,
+    peer_weight: optNum(o, 'peer_weight', path) ?? d.peer_weight,
+    on_version_change: change === undefined ? d.on_version_change : change === 'reset' ? 'reset' : (optNum(o, 'on_version_change', path) as number),
+  });
 }
 
 export function scopeKey(s: CapabilityScope): string {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { CouncilError } from '../errors';
 import { CapabilityObservation, CapabilityProjection, CapabilityRole, emptyCapabilityProjection, evolveCapabilities, memberScope } from './capability';
-import { ChairSelectionInput, ChairSelectionPolicy, selectChair } from './chair-selection';
+import { ChairSelectionInput, ChairSelectionPolicy, parseChairSelectionPolicy, selectChair } from './chair-selection';
 import { memberFixture } from './evaluation-fixtures';
 
 const ann = memberFixture('ann', 'model-a');
@@ -113,6 +113,18 @@ describe('spec 14 chair selection policies (council:L4)', () => {
     }
     expect(err).toBeInstanceOf(CouncilError);
     expect([(err as CouncilError).code, (err as CouncilError).field]).toEqual(['SCHEMA_VIOLATION', 'chair_selection.rate']);
+  });
+
+  it('given policy values, when parsed, then names and objects are accepted, base defaults to scoped capability, and a bad rate is named', () => {
+    expect(parseChairSelectionPolicy('rotation')).toEqual({ policy: 'rotation' });
+    expect(parseChairSelectionPolicy({ policy: 'exploration', rate: 0.1, min_observations: 3 })).toEqual({ policy: 'exploration', rate: 0.1, min_observations: 3, base: 'scoped-capability' });
+    let err: unknown;
+    try {
+      parseChairSelectionPolicy({ policy: 'exploration', rate: -1, min_observations: 3 });
+    } catch (e) {
+      err = e;
+    }
+    expect((err as CouncilError).field).toBe('chair_selection.rate');
   });
 
   it('property: the same input and seed give the same selection; the order is a permutation of the eligible members', () => {

@@ -1,6 +1,6 @@
 import { MemberDescriptor, holdsRole } from '../member-descriptor';
 import { seededRandom, seededShuffle } from '../seeded-shuffle';
-import { fail } from '../validation';
+import { fail, num, oneOf, record } from '../validation';
 import { CapabilityProjection, capabilityOf } from './capability';
 
 /**
@@ -49,6 +49,19 @@ export function checkChairSelectionPolicy(p: ChairSelectionPolicy): ChairSelecti
     if (!(Number.isInteger(p.min_observations) && p.min_observations >= 1)) fail('chair_selection.min_observations', 'must be an integer >= 1');
   }
   return p;
+}
+
+/** Validate a policy value: a policy name or `{policy, ...parameters}`. */
+export function parseChairSelectionPolicy(input: unknown, path = 'chair_selection'): ChairSelectionPolicy {
+  const o: Record<string, unknown> = typeof input === 'string' ? { policy: input } : record(input, path);
+  const policy = oneOf(o, 'policy', path, ['scoped-capability', 'rotation', 'exploration'] as const);
+  if (policy !== 'exploration') return { policy };
+  return {
+    policy,
+    rate: num(o, 'rate', path, { min: 0, max: 1 }),
+    min_observations: num(o, 'min_observations', path, { min: 1, integer: true }),
+    base: o['base'] === undefined ? 'scoped-capability' : oneOf(o, 'base', path, ['scoped-capability', 'rotation'] as const),
+  };
 }
 
 function eligible(input: ChairSelectionInput): MemberDescriptor[] {
