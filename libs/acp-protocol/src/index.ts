@@ -81,7 +81,7 @@ export {
 
 // links between entries: causal lineage (11.3) and parent/child checks (9.3)
 export { checkCauses, checkChildren, childrenToLoad } from './lib/lineage';
-export type { EntryLinks, KnownEntries } from './lib/lineage';
+export type { EntryLinks, KnownEntries, LineageNode } from './lib/lineage';
 export { isSameResponse, isSameSubmission } from './lib/idempotent-retry';
 
 // weighted voting (spec 6), exact decimals (DESIGN section 2)

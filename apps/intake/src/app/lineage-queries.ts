@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { AcpError, MAX_LINEAGE_DEPTH, parseLineageRequest, ProposalStatus, ProposalState } from '@conclave/acp-protocol';
+import { AcpError, LineageNode, MAX_LINEAGE_DEPTH, parseLineageRequest, ProposalState } from '@conclave/acp-protocol';
+
+export type { LineageNode } from '@conclave/acp-protocol';
 import { Identity, ProposalStore } from '@conclave/service-kit';
 import { LineageIndex } from './lineage-index';
 import { ProposalView } from './proposal-view';
@@ -8,19 +10,6 @@ const DEFAULT_DEPTH = 8;
 /** Entries one lineage reply holds at most on each side (bounded work and reply size). */
 const MAX_NODES = 256;
 
-/** One entry of a lineage: what it is and how it ended, without its payload. */
-export interface LineageNode {
-  proposal_id: string;
-  type: string;
-  domain: string;
-  author: string;
-  status: ProposalStatus;
-  outcome: string | null;
-  created_at: string;
-  caused_by: string[];
-  /** Links from the entry asked about (1: a direct cause or effect). */
-  distance: number;
-}
 
 export interface LineageReply {
   entry: LineageNode;

@@ -1,3 +1,4 @@
+import type { ProposalStatus } from './contracts';
 /**
  * Links between entries, checked at submission: causal lineage (11.3, `caused_by`: earlier
  * entries that motivated this one) and parent/child proposals (9.3, `depends_on`). The edge loads
@@ -75,4 +76,18 @@ function cycleThrough(start: string, dependsOn: readonly string[], known: KnownE
     for (const next of known.get(id)?.depends_on ?? []) queue.push({ id: next, path: [...path, next] });
   }
   return undefined;
+}
+
+/** One entry of a lineage reply (`acp.v1.lineage`): what it is and how it ended, without its payload. */
+export interface LineageNode {
+  proposal_id: string;
+  type: string;
+  domain: string;
+  author: string;
+  status: ProposalStatus;
+  outcome: string | null;
+  created_at: string;
+  caused_by: string[];
+  /** Links from the entry asked about (1: a direct cause or effect). */
+  distance: number;
 }

@@ -21,12 +21,18 @@ export interface DeciderConfig {
   escalationPolicies: readonly EscalationPolicyRule[];
   /** 7 / 18.1: quorum policies by kind. */
   quorumPolicies: QuorumPolicyRegistry;
+  /**
+   * How far a response's client-chosen `timestamp` may be ahead of the service's `now` (ms): one
+   * further ahead would postdate anything. The clock skew accepted on signed requests.
+   */
+  maxResponseTimestampAheadMs: number;
 }
 
 export const DEFAULT_DECIDER_CONFIG: DeciderConfig = Object.freeze({
   expiryGraceMs: 0,
   escalationPolicies: [],
   quorumPolicies: DEFAULT_QUORUM_POLICIES,
+  maxResponseTimestampAheadMs: 30_000,
 });
 
 export type Draft = { [E in ProposalEvent as E['type']]: { type: E['type']; data: E['data'] } }[ProposalEvent['type']];

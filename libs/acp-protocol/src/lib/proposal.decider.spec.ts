@@ -122,7 +122,7 @@ describe('DESIGN 3: event envelopes', () => {
 describe('5 response semantics', () => {
   it('5.1/6.1 a response is recorded with the weight the service computes, never a client weight', () => {
     given([submit()])
-      .when(endorse('agent-credit-002', { confidence: 0.92, domain_authority: 0.95, trust_score: 0.88 }, { timestamp: at(90), reason: 'DTI 28%' }))
+      .when(endorse('agent-credit-002', { confidence: 0.92, domain_authority: 0.95, trust_score: 0.88 }, { timestamp: at(90), now: at(90), reason: 'DTI 28%' }))
       .then([
         {
           type: 'ResponseRecorded',
@@ -157,6 +157,17 @@ describe('5 response semantics', () => {
 
   it('5.3 PENDING-only: a response to a resolved proposal is PROPOSAL_NOT_PENDING', () => {
     given([submit({ quorum: 1 }), endorse('a', HIGH), resolveByQuorum()]).when(endorse('b', HIGH)).thenThrows('PROPOSAL_NOT_PENDING');
+  });
+
+  it('a response dated further ahead of now than the configured skew is SCHEMA_VIOLATION on timestamp; one within it is recorded as sent', () => {
+    const history0 = [submit({ quorum: 3 })];
+    const ahead = { ...endorse('a', HIGH, { now: at(60) }) };
+    ahead.data = { ...ahead.data, timestamp: at(60 + 31) };
+    given(history0).when(ahead).thenThrows('SCHEMA_VIOLATION', 'timestamp');
+    const within = { ...endorse('a', HIGH, { now: at(60) }) };
+    within.data = { ...within.data, timestamp: at(60 + 29) };
+    const [e] = decide(within, foldProposal(history(history0)));
+    expect((e.data as { response: { timestamp: string } }).response.timestamp).toBe(at(89));
   });
 
   it('8.1 a response received at or after expires_at is refused before the sweeper records the expiry, and a late challenge cannot change the outcome', () => {

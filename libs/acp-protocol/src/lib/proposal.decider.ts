@@ -178,6 +178,10 @@ export function decideRecordResponse(command: RecordResponse, state: ProposalSta
   }
   const timestamp = d.timestamp ?? command.now;
   if (!isUtcTimestamp(timestamp)) throw new AcpError('SCHEMA_VIOLATION', 'timestamp must be an ISO 8601 UTC timestamp', 'timestamp');
+  if (instantOf(timestamp) > instantOf(command.now) + BigInt(Math.max(0, Math.trunc(config.maxResponseTimestampAheadMs))) * 1_000_000n) {
+    const ahead = config.maxResponseTimestampAheadMs / 1000;
+    throw new AcpError('SCHEMA_VIOLATION', `timestamp ${timestamp} is in the future (more than ${ahead} s ahead of the service's clock)`, 'timestamp');
+  }
   // 6.1: the factors are clamped independently; the recorded response holds the clamped values
   // and the weight computed from them, never a client's weight.
   const factors = {

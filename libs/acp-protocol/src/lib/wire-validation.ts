@@ -458,23 +458,13 @@ export function parseProposeRequest(input: unknown): ProposeRequest {
   });
 }
 
-/** How far ahead of the service's clock a response's timestamp may be: the default clock skew of signed requests. */
-export const MAX_RESPONSE_TIMESTAMP_AHEAD_MS = 30_000;
-
 /**
  * Body of `acp.v1.respond`: a Response plus proposal_id. A sent `weight` is ignored (DESIGN 2).
  * `domain_authority` and `trust_score` may be left out: the edge takes them from the registry.
+ * How far ahead a sent `timestamp` may be is the decider's rule (it knows `now`).
  */
-export function parseRespondRequest(input: unknown, bound: { now?: Date; maxFutureMs?: number } = {}): RespondRequest {
+export function parseRespondRequest(input: unknown): RespondRequest {
   const v = validate(RespondRequestDto, input, 'respond request', true);
-  // The client chooses the timestamp it records; one ahead of the service's clock by more than the
-  // clock skew it accepts on signed requests would predate nothing and postdate anything.
-  if (typeof v['timestamp'] === 'string') {
-    const limit = (bound.now ?? new Date()).getTime() + (bound.maxFutureMs ?? MAX_RESPONSE_TIMESTAMP_AHEAD_MS);
-    if (Date.parse(v['timestamp']) > limit) {
-      throw new AcpError('SCHEMA_VIOLATION', `timestamp ${v['timestamp']} is in the future (more than ${(bound.maxFutureMs ?? MAX_RESPONSE_TIMESTAMP_AHEAD_MS) / 1000} s ahead of the service's clock)`, 'timestamp');
-    }
-  }
   return stripUndefined({
     schema_version: WIRE_SCHEMA_VERSION,
     proposal_id: v['proposal_id'] as string,

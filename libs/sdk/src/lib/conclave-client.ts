@@ -1,5 +1,5 @@
 import { AcpError, parseDecisionEvent, parseProposal } from '@conclave/acp-protocol';
-import type { DecisionEvent, EscalationMetadata, Proposal, ProposalStatus, Resolution } from '@conclave/acp-protocol';
+import type { DecisionEvent, EscalationMetadata, LineageNode, Proposal, ProposalStatus, Resolution } from '@conclave/acp-protocol';
 import { acpStreamNames, acpSubjects, AcpSubjects, ErrorReply, OkReply } from '@conclave/messaging';
 import { AckPolicy, Authenticator, connect, DeliverPolicy, headers, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import { ulid } from 'ulid';
@@ -80,17 +80,7 @@ export interface ListQuery {
 }
 
 /** One entry of a lineage (see `lineage()`). */
-export interface LineageNode {
-  proposal_id: string;
-  type: string;
-  domain: string;
-  author: string;
-  status: ProposalStatus;
-  outcome: string | null;
-  created_at: string;
-  caused_by: string[];
-  distance: number;
-}
+export type { LineageNode } from '@conclave/acp-protocol';
 
 /** The causes and effects of one entry (RFC 11.3), as `acp.v1.lineage` answers. */
 export interface Lineage {

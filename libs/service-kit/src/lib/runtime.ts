@@ -34,7 +34,14 @@ export function deciderConfigFrom(config: ServiceConfig): DeciderConfig {
       throw new ConfigError([`CONCLAVE_ESCALATION_POLICIES: ${why}`]);
     }
   }
-  return { ...DEFAULT_DECIDER_CONFIG, expiryGraceMs: config.expiryGraceMs, escalationPolicies };
+  // A response may be dated as far ahead as a signed request may be (the skew of authenticated services).
+  const skew = (config as Partial<{ authSkewMs: number }>).authSkewMs;
+  return {
+    ...DEFAULT_DECIDER_CONFIG,
+    expiryGraceMs: config.expiryGraceMs,
+    escalationPolicies,
+    maxResponseTimestampAheadMs: skew ?? DEFAULT_DECIDER_CONFIG.maxResponseTimestampAheadMs,
+  };
 }
 
 export const runtimeProviders: Provider[] = [
