@@ -220,7 +220,8 @@ export class CommandContext {
 
   private async loadState(participantId: string) {
     if (!this.directory || !isParticipantId(participantId)) return initialParticipantState;
-    return this.directory.load(participantId);
+    // Declared identities (auth off) are not a security decision: no request per command.
+    return this.directory.load(participantId, this.authRequired ? 'log' : 'followed');
   }
 
   private declaredOnly(declaredActor: string): string {

@@ -70,8 +70,14 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
   }
 
   /** The participant's current state (`unregistered` for an unknown or malformed id). */
-  async load(participantId: string): Promise<ParticipantState> {
+  /**
+   * `'log'` (authentication): checked against the log's version, so a revoked key stops working
+   * on every replica at once. `'followed'` (declared identities, auth off): the participant list
+   * as followed from the log, a moment behind it, with no request per command.
+   */
+  async load(participantId: string, source: 'log' | 'followed' = 'log'): Promise<ParticipantState> {
     if (!isParticipantId(participantId)) return initialParticipantState;
+    if (source === 'followed') return this.all.get(participantId) ?? initialParticipantState;
     return (await this.cache.load(participantStream(participantId))).state;
   }
 
