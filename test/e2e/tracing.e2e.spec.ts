@@ -1,6 +1,7 @@
 import { SpanKind } from '@opentelemetry/api';
 import { tracing } from '@opentelemetry/sdk-node';
 import { headers as natsHeaders } from 'nats';
+import { acpStreamNames } from '@conclave/messaging';
 import { startTracing, stopTracing, tracingOn, tracingWantedBy } from '@conclave/service-kit';
 import { ConclaveHarness, eventually } from '../support/conclave-harness';
 
@@ -18,7 +19,7 @@ describe('tracing is off unless the OTEL_* variables ask for it', () => {
 /**
  * A real intake with tracing on (an in-memory exporter instead of OTLP): a request carrying a
  * W3C traceparent gets a SERVER span in the caller's trace, and the event-log append it makes is
- * that span's child.
+ * that span's child; each outbox message carries the traceparent of its PRODUCER span.
  */
 describe('tracing: NATS API requests continue the caller trace', () => {
   const exporter = new tracing.InMemorySpanExporter();
@@ -26,7 +27,7 @@ describe('tracing: NATS API requests continue the caller trace', () => {
 
   beforeAll(async () => {
     startTracing('intake', { spanProcessors: [new tracing.SimpleSpanProcessor(exporter)] });
-    await h.start('intake');
+    await h.start('intake', 'resolver');
   });
   afterAll(async () => {
     await h.stop();
@@ -54,6 +55,27 @@ describe('tracing: NATS API requests continue the caller trace', () => {
     expect(append?.kind).toBe(SpanKind.CLIENT);
     expect(append?.parentSpanContext?.spanId).toBe(server.spanContext().spanId);
     expect(append?.attributes).toMatchObject({ 'conclave.category': 'proposal' });
+  });
+
+  it("the resolver's outbox publishes each decision under a PRODUCER span whose traceparent the message carries", async () => {
+    const now = new Date().toISOString();
+    const p = await h.client.propose({ domain: 'risk.credit', author: 'agent-risk', payload: { action: 'x' }, quorum: 1, created_at: now });
+    await h.client.endorse(p.proposal_id, { participant_id: 'agent-a', domain_authority: 0.9, confidence: 0.9, trust_score: 0.9 });
+    const jsm = await h.nc.jetstreamManager();
+    const stream = acpStreamNames(h.run).decisions;
+    const msg = await eventually(
+      async () => jsm.streams.getMessage(stream, { last_by_subj: `${h.prefix}.v1.decisions.risk.credit` }).catch(() => undefined),
+      10_000,
+      'the decision message',
+    );
+    const traceparent = msg.header?.get('traceparent') ?? '';
+    const [, traceId, spanId] = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(traceparent) ?? [];
+    expect(traceId).toBeDefined();
+    const producer = exporter.getFinishedSpans().find((s) => s.spanContext().spanId === spanId);
+    expect(producer?.name).toBe('publish resolver-outbox');
+    expect(producer?.kind).toBe(SpanKind.PRODUCER);
+    expect(producer?.spanContext().traceId).toBe(traceId);
+    expect(producer?.attributes).toMatchObject({ 'messaging.destination.name': `${h.prefix}.v1.decisions.risk.credit`, 'messaging.message.id': msg.header?.get('Nats-Msg-Id') });
   });
 
   it('a refused request is marked with its code but not failed; without traceparent, a new trace starts', async () => {

@@ -1,9 +1,10 @@
 import { Inject, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { CategoryFilter, CheckpointConflictError, CheckpointStore, EventLog, LogEvent, StartFrom, StoredEvent, Subscription } from '@conclave/event-log';
 import { publishJsonOnce } from '@conclave/messaging';
-import { NatsConnection } from 'nats';
+import { headers as natsHeaders, JetStreamClient, NatsConnection } from 'nats';
 import { Readiness } from './readiness';
 import { ConclaveMetrics, METRICS } from './metrics';
+import { producerSpan, tracingOn } from './tracing';
 
 /** One JetStream message an outbox derives from a log event. */
 export interface OutboxMessage {
@@ -13,6 +14,7 @@ export interface OutboxMessage {
   msgId: string;
 }
 
+const encoder = new TextEncoder();
 const SAVE_EVERY = 50;
 const SAVE_AFTER_MS = 200;
 const MAX_IN_FLIGHT = 512;
@@ -91,10 +93,21 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
 
   private async publish(event: StoredEvent<E>): Promise<void> {
     const js = this.nc.jetstream();
-    for (const m of await this.messagesFor(event)) this.inFlight.push(this.measured(publishJsonOnce(js, m.subject, m.body, m.msgId)));
+    for (const m of await this.messagesFor(event)) this.inFlight.push(this.measured(this.send(js, m)));
     this.position = event.position;
     if (++this.unsaved >= SAVE_EVERY || this.inFlight.length >= MAX_IN_FLIGHT) await this.save();
     else this.timer ??= setTimeout(() => void this.save().catch((err: Error) => this.restart(err)), SAVE_AFTER_MS);
+  }
+
+  /** With tracing on, each message carries the traceparent of its publish span. */
+  private send(js: JetStreamClient, m: OutboxMessage): Promise<unknown> {
+    if (!tracingOn()) return publishJsonOnce(js, m.subject, m.body, m.msgId);
+    const attributes = { 'messaging.system': 'nats', 'messaging.destination.name': m.subject, 'messaging.message.id': m.msgId };
+    return producerSpan(`publish ${this.outbox.checkpoint}`, attributes, (carrier) => {
+      const h = natsHeaders();
+      for (const [k, v] of Object.entries(carrier)) h.set(k, v);
+      return js.publish(m.subject, encoder.encode(JSON.stringify(m.body)), { msgID: m.msgId, headers: h });
+    });
   }
 
   private measured<T>(ack: Promise<T>): Promise<T> {

@@ -90,6 +90,8 @@ export class ConclaveMetrics {
 
   constructor(@Inject(SERVICE_NAME) readonly service: string) {
     this.registry.setDefaultLabels({ service });
+    // From the start: process CPU is counted from the collector's creation.
+    processMetrics();
   }
 
   /** The Prometheus text exposition: this service's series, then the process's. */

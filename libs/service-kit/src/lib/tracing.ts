@@ -120,6 +120,24 @@ export function traced<T>(name: string, kind: SpanKind, attributes: Record<strin
   });
 }
 
+/**
+ * A PRODUCER span around one publish, its `traceparent` handed to `send` for the message's
+ * headers: a consumer continues the trace from the message it reads.
+ */
+export async function producerSpan<T>(name: string, attributes: Record<string, string>, send: (carrier: Record<string, string>) => Promise<T>): Promise<T> {
+  const span = trace.getTracer(TRACER).startSpan(name, { kind: SpanKind.PRODUCER, attributes });
+  const carrier: Record<string, string> = {};
+  propagation.inject(trace.setSpan(context.active(), span), carrier);
+  try {
+    return await send(carrier);
+  } catch (err) {
+    fail(span, err);
+    throw err;
+  } finally {
+    span.end();
+  }
+}
+
 /** The active span's trace id, when tracing is on and a span is active. */
 export function activeTraceId(): string | undefined {
   if (!tracingOn()) return undefined;
