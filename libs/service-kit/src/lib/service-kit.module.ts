@@ -63,6 +63,8 @@ export class ServiceKitModule {
               servers: config.natsUrl,
               name: `conclave-${name}`,
               maxReconnectAttempts: -1,
+              // A stack trace per request and publish costs ~9% of intake's CPU (profiled); errors keep their own.
+              noAsyncTraces: true,
               ...(config.natsUser ? { user: config.natsUser, pass: config.natsPassword } : {}),
               ...(config.natsCreds ? { authenticator: credsAuthenticator(readCreds(config.natsCreds)) } : {}),
               ...(config.natsInboxPrefix ? { inboxPrefix: config.natsInboxPrefix } : {}),
