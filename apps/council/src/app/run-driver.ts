@@ -14,7 +14,6 @@ import {
   councilRunStream,
   decide,
   decideNext,
-  evolveRunInPlace,
   foldRun,
   nextWakeAt,
   pendingTaskRequests,
