@@ -47,9 +47,18 @@ export const pureLibraryRules = {
       'error',
       {
         patterns: [
-          { group: ['@nestjs/*', 'nats', '@eventstore/*', 'rxjs', 'pino', 'prom-client'], message: 'Protocol libraries are pure: no framework or I/O.' },
-          { group: ['fs', 'fs/*', 'net', 'http', 'https', 'child_process', 'crypto', 'os', 'node:*', 'ulid'], message: 'Protocol libraries are pure: no Node I/O, clock, randomness or id generation.' },
-          { group: ['@conclave/event-log', '@conclave/messaging', '@conclave/sdk'], message: 'Protocol libraries depend on nothing but protocol libraries.' },
+          {
+            group: ['@nestjs/*', 'nats', '@eventstore/*', 'rxjs', 'pino', 'prom-client'],
+            message: 'Protocol libraries are pure: no framework or I/O.',
+          },
+          {
+            group: ['fs', 'fs/*', 'net', 'http', 'https', 'child_process', 'crypto', 'os', 'node:*', 'ulid'],
+            message: 'Protocol libraries are pure: no Node I/O, clock, randomness or id generation.',
+          },
+          {
+            group: ['@conclave/event-log', '@conclave/messaging', '@conclave/sdk'],
+            message: 'Protocol libraries depend on nothing but protocol libraries.',
+          },
         ],
       },
     ],

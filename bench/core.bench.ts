@@ -20,7 +20,7 @@ const NOW = '2025-01-15T10:00:00Z';
 const BASE_COMMAND = '01JHQRMB000000000000000000';
 let seq = 0;
 // Spaced command ids so derived event ids never collide (see deriveEventId).
-const commandId = () => deriveEventId(BASE_COMMAND, (++seq) * 1024);
+const commandId = () => deriveEventId(BASE_COMMAND, ++seq * 1024);
 
 function meta(actor: string) {
   return { command_id: commandId(), now: NOW, actor };
@@ -104,24 +104,33 @@ function main(): void {
     // per response: RecordResponse decided and folded into a proposal holding n - 1 responses
     const before = build(n - 1, n).state;
     const last = respond(n - 1);
-    row(`response #${n} (decide + evolve), ${n} responses`, measure(iterations, () => {
-      const [e] = decide(last, before);
-      evolveProposal(before, e);
-    }));
+    row(
+      `response #${n} (decide + evolve), ${n} responses`,
+      measure(iterations, () => {
+        const [e] = decide(last, before);
+        evolveProposal(before, e);
+      }),
+    );
 
     // per resolution: ResolveProposal on a proposal whose quorum (n) is met, plus its decision event
     const full = build(n, n).state;
     const resolve: ProposalCommand = { type: 'ResolveProposal', ...meta('resolver'), data: { proposal_id: PROPOSAL_ID } };
-    row(`resolution (decide + evolve + decision event), ${n}`, measure(iterations, () => {
-      const [e] = decide(resolve, full);
-      toDecisionEvent(e, evolveProposal(full, e));
-    }));
+    row(
+      `resolution (decide + evolve + decision event), ${n}`,
+      measure(iterations, () => {
+        const [e] = decide(resolve, full);
+        toDecisionEvent(e, evolveProposal(full, e));
+      }),
+    );
 
     // replay: fold the whole stream from nothing
     const { events } = build(n, n + 1);
-    row(`replay: fold ${events.length} events`, measure(n === 3 ? 50_000 : 200, () => {
-      foldProposal(events);
-    }));
+    row(
+      `replay: fold ${events.length} events`,
+      measure(n === 3 ? 50_000 : 200, () => {
+        foldProposal(events);
+      }),
+    );
   }
 
   const states = Array.from({ length: 10 }, () => build(1000, 1001).state);

@@ -13,7 +13,14 @@ import 'reflect-metadata';
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { acpStreamNames } from '@conclave/messaging';
-import { CouncilClient, CouncilDecisionMessage, ScriptedMember, relentlessBehaviour, scriptedDescriptor, scriptedGoalContract } from '@conclave/sdk';
+import {
+  CouncilClient,
+  CouncilDecisionMessage,
+  ScriptedMember,
+  relentlessBehaviour,
+  scriptedDescriptor,
+  scriptedGoalContract,
+} from '@conclave/sdk';
 import { ConclaveHarness } from '../test/support/conclave-harness';
 
 const RUNS = int('BENCH_RUNS', 5);
@@ -38,7 +45,13 @@ async function main(): Promise<void> {
   // A new objection every round and rising scores: the run goes the full three rounds.
   const members = ids.map((id) => new ScriptedMember(h.nc, id, relentlessBehaviour({ delayMs: delay.get(id) }), prefix).start());
   // Five members: all propose, review and revise; the fastest also chairs and draws the conflict map.
-  const panel = ids.map((id, i) => scriptedDescriptor(id, ['builder', 'skeptic', 'operator', 'economist', 'security'][i], i === 0 ? ['proposer', 'reviewer', 'reviser', 'moderator', 'chair'] : undefined));
+  const panel = ids.map((id, i) =>
+    scriptedDescriptor(
+      id,
+      ['builder', 'skeptic', 'operator', 'economist', 'security'][i],
+      i === 0 ? ['proposer', 'reviewer', 'reviser', 'moderator', 'chair'] : undefined,
+    ),
+  );
   const client = new CouncilClient(h.nc, prefix);
   const consumer = await h.nc.jetstream().consumers.get(acpStreamNames(h.run).councilDecisions);
   const messages = await consumer.consume();
@@ -52,7 +65,9 @@ async function main(): Promise<void> {
     }
   })();
 
-  console.log(`council benchmark: ${MEMBERS} members, ${ROUNDS} rounds, member delays ${ids.map((id) => delay.get(id)).join('/')} ms, ${RUNS} runs`);
+  console.log(
+    `council benchmark: ${MEMBERS} members, ${ROUNDS} rounds, member delays ${ids.map((id) => delay.get(id)).join('/')} ms, ${RUNS} runs`,
+  );
   console.log(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), node ${process.version}; NATS at ${h.env['NATS_URL']}`);
   const rows: { wall: number; critical: number; tasks: number; stages: number; terminal: string }[] = [];
   for (let r = 0; r < RUNS + 1; r++) {

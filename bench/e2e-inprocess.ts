@@ -40,7 +40,9 @@ async function rawPublishRate(h: ConclaveHarness): Promise<number> {
   const name = `RAW_${h.run}`;
   await jsm.streams.add({ name, subjects: [`raw.${h.run}.>`] });
   const js = h.nc.jetstream();
-  const body = new TextEncoder().encode(JSON.stringify({ event_id: ulid(), type: 'ResponseRecorded', data: { confidence: 0.8, reason: 'x'.repeat(120) } }));
+  const body = new TextEncoder().encode(
+    JSON.stringify({ event_id: ulid(), type: 'ResponseRecorded', data: { confidence: 0.8, reason: 'x'.repeat(120) } }),
+  );
   const n = 50_000;
   const t0 = performance.now();
   for (let i = 0; i < n; i += 500) {
@@ -88,18 +90,24 @@ export async function runInProcess(): Promise<InProcessFigures> {
     const raw = await rawPublishRate(h);
     const bound = raw / MESSAGES_PER_PROPOSAL;
     Object.assign(f, { raw, bound });
-    console.log(`raw JetStream acknowledged publish (pipelined): ${fmt(raw, 0)} msg/s -> raw bound ${fmt(bound, 0)} proposals/s (${MESSAGES_PER_PROPOSAL} messages each)`);
+    console.log(
+      `raw JetStream acknowledged publish (pipelined): ${fmt(raw, 0)} msg/s -> raw bound ${fmt(bound, 0)} proposals/s (${MESSAGES_PER_PROPOSAL} messages each)`,
+    );
 
     // 2. Throughput: IN_FLIGHT proposals at a time, until PROPOSALS are decided downstream.
     const t0 = performance.now();
     let next = 0;
-    await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < PROPOSALS) await oneProposal(h, next++);
-    }));
+    await Promise.all(
+      Array.from({ length: IN_FLIGHT }, async () => {
+        while (next < PROPOSALS) await oneProposal(h, next++);
+      }),
+    );
     await decisions.until(() => seen() >= PROPOSALS, 120_000, 'all decisions');
     const rate = PROPOSALS / ((performance.now() - t0) / 1000);
     f.rate = rate;
-    console.log(`end to end (submit + 3 responses + decision received): ${fmt(rate, 0)} proposals/s = ${fmt((100 * rate) / bound, 0)}% of the raw bound`);
+    console.log(
+      `end to end (submit + 3 responses + decision received): ${fmt(rate, 0)} proposals/s = ${fmt((100 * rate) / bound, 0)}% of the raw bound`,
+    );
 
     // 3. Latency at half that rate: one proposal every 1/(rate/2) s.
     const target = rate / 2;
@@ -111,29 +119,52 @@ export async function runInProcess(): Promise<InProcessFigures> {
       const due = started + (i * 1000) / target;
       const wait = due - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      pending.push(oneProposal(h, PROPOSALS + i).then(async ({ id, quorumAt }) => {
-        await decisions.waitFor(id, 1, 60_000);
-        const at = arrivals.get(id) ?? performance.now();
-        latencies.push(at - quorumAt);
-      }));
+      pending.push(
+        oneProposal(h, PROPOSALS + i).then(async ({ id, quorumAt }) => {
+          await decisions.waitFor(id, 1, 60_000);
+          const at = arrivals.get(id) ?? performance.now();
+          latencies.push(at - quorumAt);
+        }),
+      );
     }
     await Promise.all(pending);
     Object.assign(f, { p50: pct(latencies, 50), p99: pct(latencies, 99) });
-    console.log(`quorum-to-decision latency at ${fmt(target, 0)} proposals/s (half load), ${n} proposals: p50 ${fmt(pct(latencies, 50), 2)} ms, p99 ${fmt(pct(latencies, 99), 2)} ms`);
+    console.log(
+      `quorum-to-decision latency at ${fmt(target, 0)} proposals/s (half load), ${n} proposals: p50 ${fmt(pct(latencies, 50), 2)} ms, p99 ${fmt(pct(latencies, 99), 2)} ms`,
+    );
 
     // 4 + 5. BENCH_PENDING pending proposals, written to the log directly (pipelined), with only
     // the sweeper running (intake, resolver and their outboxes would otherwise replay them all);
     // then a fresh sweeper builds its deadline queue from the log, and sample proposals expire.
     for (const i of [...h.instances]) await h.kill(i);
     const log = await JetStreamEventLog.create<LogEvent>({
-      connection: h.nc, streamName: h.env['CONCLAVE_EVENT_STREAM'], subjectPrefix: h.env['CONCLAVE_EVENT_SUBJECT_PREFIX'], createStream: false,
+      connection: h.nc,
+      streamName: h.env['CONCLAVE_EVENT_STREAM'],
+      subjectPrefix: h.env['CONCLAVE_EVENT_SUBJECT_PREFIX'],
+      createStream: false,
     });
     const submit = (expiresAt: string) => {
       const id = ulid();
-      const { events } = handleProposalCommand(initialProposalState, {
-        type: PROPOSAL_COMMAND_TYPES.SubmitProposal, command_id: ulid(), now: now(), actor: 'bench',
-        data: { proposal_id: id, type: 'proposal', domain: 'bench.pending', author: 'bench', payload: { k: 1 }, quorum: 3, created_at: now(), expires_at: expiresAt },
-      }, DEFAULT_DECIDER_CONFIG);
+      const { events } = handleProposalCommand(
+        initialProposalState,
+        {
+          type: PROPOSAL_COMMAND_TYPES.SubmitProposal,
+          command_id: ulid(),
+          now: now(),
+          actor: 'bench',
+          data: {
+            proposal_id: id,
+            type: 'proposal',
+            domain: 'bench.pending',
+            author: 'bench',
+            payload: { k: 1 },
+            quorum: 3,
+            created_at: now(),
+            expires_at: expiresAt,
+          },
+        },
+        DEFAULT_DECIDER_CONFIG,
+      );
       return log.append(proposalStream(id), events, 'no_stream').then(() => id);
     };
     const far = new Date(Date.now() + 24 * 3600_000).toISOString();
@@ -149,7 +180,9 @@ export async function runInProcess(): Promise<InProcessFigures> {
     const after = heapMiB();
     const queued = sweeper.app.get(ExpirySweeper).pending;
     Object.assign(f, { rebuildSeconds: built, queued, bytesPerPending: ((after - before) * 2 ** 20) / Math.max(1, queued) });
-    console.log(`sweeper rebuilt its deadline queue of ${fmt(queued, 0)} pending proposals in ${fmt(built)} s; heap +${fmt(after - before)} MiB = ${fmt(((after - before) * 2 ** 20) / Math.max(1, queued), 0)} bytes per pending proposal${(global as { gc?: unknown }).gc ? '' : ' (run with --expose-gc for a cleaner figure)'}`);
+    console.log(
+      `sweeper rebuilt its deadline queue of ${fmt(queued, 0)} pending proposals in ${fmt(built)} s; heap +${fmt(after - before)} MiB = ${fmt(((after - before) * 2 ** 20) / Math.max(1, queued), 0)} bytes per pending proposal${(global as { gc?: unknown }).gc ? '' : ' (run with --expose-gc for a cleaner figure)'}`,
+    );
 
     // Lateness: when ProposalExpired reaches a reader of the log, minus expires_at (grace 0).
     const expiresAt = new Map<string, number>();
@@ -165,14 +198,18 @@ export async function runInProcess(): Promise<InProcessFigures> {
     });
     await follower.caughtUp;
     const base = Date.now() + 2_000;
-    await Promise.all(Array.from({ length: TIMEOUT_SAMPLES }, async (_, i) => {
-      const at = base + i * 5;
-      expiresAt.set(await submit(new Date(at).toISOString()), at);
-    }));
+    await Promise.all(
+      Array.from({ length: TIMEOUT_SAMPLES }, async (_, i) => {
+        const at = base + i * 5;
+        expiresAt.set(await submit(new Date(at).toISOString()), at);
+      }),
+    );
     await Promise.race([allExpired, new Promise((r) => setTimeout(r, 60_000))]);
     await follower.stop();
     Object.assign(f, { lateP50: pct(lateness, 50), lateP99: pct(lateness, 99), lateSeen: lateness.length });
-    console.log(`timeout decisions with ${fmt(queued, 0)} pending: ProposalExpired ${fmt(lateness.length, 0)}/${TIMEOUT_SAMPLES} after expires_at p50 ${fmt(pct(lateness, 50), 2)} ms, p99 ${fmt(pct(lateness, 99), 2)} ms (to a reader of the log; the outbox adds its publish)`);
+    console.log(
+      `timeout decisions with ${fmt(queued, 0)} pending: ProposalExpired ${fmt(lateness.length, 0)}/${TIMEOUT_SAMPLES} after expires_at p50 ${fmt(pct(lateness, 50), 2)} ms, p99 ${fmt(pct(lateness, 99), 2)} ms (to a reader of the log; the outbox adds its publish)`,
+    );
     console.log(`process: rss ${fmt(process.memoryUsage().rss / 2 ** 20)} MiB, heap ${fmt(heapMiB())} MiB`);
     return f;
   } finally {
@@ -180,4 +217,3 @@ export async function runInProcess(): Promise<InProcessFigures> {
     await h.stop();
   }
 }
-

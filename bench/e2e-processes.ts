@@ -141,7 +141,11 @@ export async function runProcesses(natsUrl: string, logDir: string, natsPid?: nu
     await clock.count(20, 30_000);
 
     const before = await streamStats(nc);
-    const cpu = () => [...sp.processes.map((p) => [p.name, cpuMsOf(p.child.pid)] as const), ['nats-server', cpuMsOf(natsPid)] as const, ['bench client', cpuMsOf(process.pid)] as const];
+    const cpu = () => [
+      ...sp.processes.map((p) => [p.name, cpuMsOf(p.child.pid)] as const),
+      ['nats-server', cpuMsOf(natsPid)] as const,
+      ['bench client', cpuMsOf(process.pid)] as const,
+    ];
     const cpu0 = cpu();
     const tStart = performance.now();
     let next = 0;
@@ -156,7 +160,9 @@ export async function runProcesses(natsUrl: string, logDir: string, natsPid?: nu
     const cpu1 = cpu();
     const used = cpu1.map(([name, ms], i) => [name, ms - cpu0[i][1]] as const);
     const total = used.reduce((s, [, ms]) => s + ms, 0);
-    console.log(`CPU per proposal during that run (ms; ${fmt(total / 1000 / elapsed, 2)} of 2 cores busy with these processes): ${used.map(([n, ms]) => `${n} ${fmt(ms / PROPOSALS, 2)}`).join(', ')}`);
+    console.log(
+      `CPU per proposal during that run (ms; ${fmt(total / 1000 / elapsed, 2)} of 2 cores busy with these processes): ${used.map(([n, ms]) => `${n} ${fmt(ms / PROPOSALS, 2)}`).join(', ')}`,
+    );
     await sleep(1_500); // outboxes' and audit's last writes, so the count below is complete
     const after = await streamStats(nc);
     const parts: string[] = [];
@@ -173,8 +179,12 @@ export async function runProcesses(natsUrl: string, logDir: string, natsPid?: nu
     const pattern = sizesPerProposal(after, before, PROPOSALS);
     const raw = await rawPublishRate(nc, pattern.sizes, Math.max(50, Math.round(PROPOSALS / 10)));
     const bound = raw / pattern.count;
-    console.log(`raw bound: ${fmt(raw, 0)} acknowledged publishes/s of those sizes (${RAW_WINDOW} in flight) / ${fmt(pattern.count, 2)} per proposal = ${fmt(bound, 0)} proposals/s`);
-    console.log(`end to end (propose + 3 responses in sequence, ${IN_FLIGHT} in flight, decision received from ACP_DECISIONS): ${fmt(rate, 0)} proposals/s = ${fmt((100 * rate) / bound, 0)}% of the raw bound${all ? '' : ' (NOT all decisions arrived within 180 s)'}`);
+    console.log(
+      `raw bound: ${fmt(raw, 0)} acknowledged publishes/s of those sizes (${RAW_WINDOW} in flight) / ${fmt(pattern.count, 2)} per proposal = ${fmt(bound, 0)} proposals/s`,
+    );
+    console.log(
+      `end to end (propose + 3 responses in sequence, ${IN_FLIGHT} in flight, decision received from ACP_DECISIONS): ${fmt(rate, 0)} proposals/s = ${fmt((100 * rate) / bound, 0)}% of the raw bound${all ? '' : ' (NOT all decisions arrived within 180 s)'}`,
+    );
 
     // Latency at half that rate: one proposal every 1/(rate/2) s.
     const target = rate / 2;
@@ -196,10 +206,14 @@ export async function runProcesses(natsUrl: string, logDir: string, natsPid?: nu
     }
     await Promise.all(inflight);
     const latency = { target, n, p50: pct(latencies, 50), p95: pct(latencies, 95), p99: pct(latencies, 99), missing };
-    console.log(`quorum-to-decision latency (3rd response acknowledged -> decision received) at ${fmt(target, 0)} proposals/s, ${n} proposals: p50 ${fmt(latency.p50, 2)} ms, p95 ${fmt(latency.p95, 2)} ms, p99 ${fmt(latency.p99, 2)} ms, max ${fmt(Math.max(...latencies), 1)} ms${missing ? `, ${missing} not decided within 30 s` : ''}`);
+    console.log(
+      `quorum-to-decision latency (3rd response acknowledged -> decision received) at ${fmt(target, 0)} proposals/s, ${n} proposals: p50 ${fmt(latency.p50, 2)} ms, p95 ${fmt(latency.p95, 2)} ms, p99 ${fmt(latency.p99, 2)} ms, max ${fmt(Math.max(...latencies), 1)} ms${missing ? `, ${missing} not decided within 30 s` : ''}`,
+    );
 
     const rss = sp.processes.map((p) => ({ name: p.name, ...rssOf(p.child.pid) }));
-    console.log(`memory after ${fmt(PROPOSALS + n + 20, 0)} proposals: ${rss.map((r) => `${r.name} ${fmt(r.rss, 0)} MiB (peak ${fmt(r.peak, 0)})`).join(', ')}`);
+    console.log(
+      `memory after ${fmt(PROPOSALS + n + 20, 0)} proposals: ${rss.map((r) => `${r.name} ${fmt(r.rss, 0)} MiB (peak ${fmt(r.peak, 0)})`).join(', ')}`,
+    );
     return { rate, rawMsgs: raw, msgsPerProposal: pattern.count, bound, latency, rss };
   } finally {
     clock.stop();
@@ -274,7 +288,12 @@ async function stopOne(sp: ServiceProcesses, p: ServiceProcess): Promise<number>
  * 90% of proposals are decided (submission, 3 responses, resolution), 10% pending (submission
  * with an expiry a day ahead, 1 response). Events come from the real decider.
  */
-export async function fillLog(nc: NatsConnection, streamName: string, subjectPrefix: string, events: number): Promise<{ proposals: number; pending: number; seconds: number; wrong: number }> {
+export async function fillLog(
+  nc: NatsConnection,
+  streamName: string,
+  subjectPrefix: string,
+  events: number,
+): Promise<{ proposals: number; pending: number; seconds: number; wrong: number }> {
   await JetStreamEventLog.create({ connection: nc, streamName, subjectPrefix });
   const jsm = await nc.jetstreamManager();
   let seq = (await jsm.streams.info(streamName)).state.last_seq;
@@ -305,25 +324,48 @@ export async function fillLog(nc: NatsConnection, streamName: string, subjectPre
       prev = expected;
       written += out.events.length;
       acks.push(
-        js.publish(`${subjectPrefix}.evt.proposal.${id}`, codec.encode({ v: 1, events: out.events as ProposalEvent[] }), { headers: h }).then((a: PubAck) => {
-          if (a.seq !== expected) wrong++;
-        }),
+        js
+          .publish(`${subjectPrefix}.evt.proposal.${id}`, codec.encode({ v: 1, events: out.events as ProposalEvent[] }), { headers: h })
+          .then((a: PubAck) => {
+            if (a.seq !== expected) wrong++;
+          }),
       );
     };
     commit({
       type: 'SubmitProposal',
       actor: `author-${proposals % 100}`,
-      data: { proposal_id: id, type: 'proposal', domain: `bench.startup.d${proposals % 20}`, author: `author-${proposals % 100}`, payload: { n: proposals }, quorum: 3, created_at: at, expires_at: open ? far : null },
+      data: {
+        proposal_id: id,
+        type: 'proposal',
+        domain: `bench.startup.d${proposals % 20}`,
+        author: `author-${proposals % 100}`,
+        payload: { n: proposals },
+        quorum: 3,
+        created_at: at,
+        expires_at: open ? far : null,
+      },
     } as Omit<ProposalCommand, 'command_id' | 'now'>);
     const voters = open ? ['a'] : ['a', 'b', 'c'];
     for (const v of voters) {
       commit({
         type: 'RecordResponse',
         actor: v,
-        data: { proposal_id: id, participant_id: v, response_type: v === 'c' ? 'challenge' : 'endorse', confidence: 0.8, domain_authority: 0.7, trust_score: 0.9, reason: null },
+        data: {
+          proposal_id: id,
+          participant_id: v,
+          response_type: v === 'c' ? 'challenge' : 'endorse',
+          confidence: 0.8,
+          domain_authority: 0.7,
+          trust_score: 0.9,
+          reason: null,
+        },
       } as Omit<ProposalCommand, 'command_id' | 'now'>);
     }
-    if (!open) commit({ type: 'ResolveProposal', actor: 'conclave-resolver', data: { proposal_id: id } } as Omit<ProposalCommand, 'command_id' | 'now'>);
+    if (!open)
+      commit({ type: 'ResolveProposal', actor: 'conclave-resolver', data: { proposal_id: id } } as Omit<
+        ProposalCommand,
+        'command_id' | 'now'
+      >);
     else pending++;
     proposals++;
     if (acks.length >= 4_096) {
@@ -339,21 +381,33 @@ export async function runStartup(natsUrl: string, logDir: string): Promise<Start
   console.log(`\n## start to ready of each service, one at a time, with ${fmt(LOG_EVENTS, 0)} events in the log (private nats-server)`);
   const sp = new ServiceProcesses(natsUrl, logDir);
   const nc = await connect({ servers: natsUrl });
-  const figures: StartupFigures = { events: LOG_EVENTS, proposals: 0, pending: 0, fillSeconds: 0, empty: new Map(), first: new Map(), restart: new Map() };
+  const figures: StartupFigures = {
+    events: LOG_EVENTS,
+    proposals: 0,
+    pending: 0,
+    fillSeconds: 0,
+    empty: new Map(),
+    first: new Map(),
+    restart: new Map(),
+  };
   const round = async (label: string, into: Map<string, number | undefined>) => {
     for (const name of STARTUP) {
       const { p, ms } = await startTimed(sp, name);
       into.set(name, ms);
       const mem = rssOf(p.child.pid);
       const stopMs = await stopOne(sp, p);
-      console.log(`${label.padEnd(34)} ${name.padEnd(10)} ${ms === undefined ? `NOT READY after ${fmt(READY_LIMIT_MS / 1000, 0)} s` : `${fmt(ms / 1000, 2)} s`}   rss ${fmt(mem.rss, 0)} MiB   stop (drain + snapshot) ${fmt(stopMs / 1000, 2)} s`);
+      console.log(
+        `${label.padEnd(34)} ${name.padEnd(10)} ${ms === undefined ? `NOT READY after ${fmt(READY_LIMIT_MS / 1000, 0)} s` : `${fmt(ms / 1000, 2)} s`}   rss ${fmt(mem.rss, 0)} MiB   stop (drain + snapshot) ${fmt(stopMs / 1000, 2)} s`,
+      );
     }
   };
   try {
     await round('empty log (fixed start cost)', figures.empty);
     const fill = await fillLog(nc, sp.env['CONCLAVE_EVENT_STREAM'], sp.env['CONCLAVE_EVENT_SUBJECT_PREFIX'], LOG_EVENTS);
     Object.assign(figures, { proposals: fill.proposals, pending: fill.pending, fillSeconds: fill.seconds });
-    console.log(`filled the log: ${fmt(LOG_EVENTS, 0)} events = ${fmt(fill.proposals, 0)} proposals (${fmt(fill.pending, 0)} pending) in ${fmt(fill.seconds)} s${fill.wrong ? `; WARNING: ${fill.wrong} sequences not as predicted (Conclave-Prev-Seq wrong there)` : ''}`);
+    console.log(
+      `filled the log: ${fmt(LOG_EVENTS, 0)} events = ${fmt(fill.proposals, 0)} proposals (${fmt(fill.pending, 0)} pending) in ${fmt(fill.seconds)} s${fill.wrong ? `; WARNING: ${fill.wrong} sequences not as predicted (Conclave-Prev-Seq wrong there)` : ''}`,
+    );
     await round('first boot (no snapshot)', figures.first);
     await round('restart (after the snapshots)', figures.restart);
     return figures;

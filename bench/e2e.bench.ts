@@ -38,29 +38,47 @@ async function main(): Promise<void> {
   const logDir = join(server.dir, 'service-logs');
   mkdirSync(logDir, { recursive: true });
   const natsPid = (server as unknown as { child?: { pid?: number } }).child?.pid;
-  console.log(`# Conclave end-to-end benchmark (${cpus().length} cores, Node ${process.version}, private nats-server ${server.url}, ${new Date().toISOString()})`);
+  console.log(
+    `# Conclave end-to-end benchmark (${cpus().length} cores, Node ${process.version}, private nats-server ${server.url}, ${new Date().toISOString()})`,
+  );
   const lines: string[] = [];
   try {
     if (!skip.has('inprocess')) {
       const { runInProcess, PENDING } = await import('./e2e-inprocess');
       const f = await runInProcess();
-      lines.push(`in process: ${fmt(f.rate, 0)} proposals/s = ${fmt((100 * f.rate) / f.bound, 0)}% of its bound (raw / 7); latency p99 ${fmt(f.p99, 2)} ms`);
-      lines.push(`timeout lateness p99 with ${fmt(f.queued, 0)} pending (of ${fmt(PENDING, 0)}): ${fmt(f.lateP99, 1)} ms (${f.lateSeen} samples), goal < 50 ms: ${verdict(f.lateP99, 50, false)}`);
-      if (PENDING < 1_000_000) lines.push(`(${fmt(PENDING, 0)} pending, not the issue's 1,000,000, to keep the run short; BENCH_PENDING=1000000 for the full size)`);
+      lines.push(
+        `in process: ${fmt(f.rate, 0)} proposals/s = ${fmt((100 * f.rate) / f.bound, 0)}% of its bound (raw / 7); latency p99 ${fmt(f.p99, 2)} ms`,
+      );
+      lines.push(
+        `timeout lateness p99 with ${fmt(f.queued, 0)} pending (of ${fmt(PENDING, 0)}): ${fmt(f.lateP99, 1)} ms (${f.lateSeen} samples), goal < 50 ms: ${verdict(f.lateP99, 50, false)}`,
+      );
+      if (PENDING < 1_000_000)
+        lines.push(
+          `(${fmt(PENDING, 0)} pending, not the issue's 1,000,000, to keep the run short; BENCH_PENDING=1000000 for the full size)`,
+        );
       lines.push(`memory per pending proposal: ${fmt(f.bytesPerPending, 0)} B, goal < 1 KiB: ${verdict(f.bytesPerPending, 1024, false)}`);
     }
     if (!skip.has('processes')) {
       const { runProcesses } = await import('./e2e-processes');
       const f = await runProcesses(server.url, logDir, natsPid);
-      lines.push(`processes: ${fmt(f.rate, 0)} proposals/s = ${fmt((100 * f.rate) / f.bound, 1)}% of the raw bound (${fmt(f.bound, 0)}/s), goal >= 50%: ${verdict(f.rate / f.bound, 0.5, true)}`);
-      lines.push(`processes: quorum-to-decision at ${fmt(f.latency.target, 0)}/s p50 ${fmt(f.latency.p50, 2)} / p95 ${fmt(f.latency.p95, 2)} / p99 ${fmt(f.latency.p99, 2)} ms, goal p99 < 5 ms: ${verdict(f.latency.p99, 5, false)}`);
+      lines.push(
+        `processes: ${fmt(f.rate, 0)} proposals/s = ${fmt((100 * f.rate) / f.bound, 1)}% of the raw bound (${fmt(f.bound, 0)}/s), goal >= 50%: ${verdict(f.rate / f.bound, 0.5, true)}`,
+      );
+      lines.push(
+        `processes: quorum-to-decision at ${fmt(f.latency.target, 0)}/s p50 ${fmt(f.latency.p50, 2)} / p95 ${fmt(f.latency.p95, 2)} / p99 ${fmt(f.latency.p99, 2)} ms, goal p99 < 5 ms: ${verdict(f.latency.p99, 5, false)}`,
+      );
       lines.push(`processes: RSS ${f.rss.map((r) => `${r.name} ${fmt(r.rss, 0)} MiB`).join(', ')}`);
     }
     if (!skip.has('startup')) {
       const { runStartup } = await import('./e2e-processes');
       const f = await runStartup(server.url, logDir);
-      for (const [label, m] of [['first boot', f.first], ['restart', f.restart]] as const) {
-        const parts = [...m].map(([name, ms]) => `${name} ${ms === undefined ? 'not ready' : `${fmt(ms / 1000, 1)} s ${verdict(ms / 1000, 5, false)}`}`);
+      for (const [label, m] of [
+        ['first boot', f.first],
+        ['restart', f.restart],
+      ] as const) {
+        const parts = [...m].map(
+          ([name, ms]) => `${name} ${ms === undefined ? 'not ready' : `${fmt(ms / 1000, 1)} s ${verdict(ms / 1000, 5, false)}`}`,
+        );
         lines.push(`start to ready, ${label}, ${fmt(f.events, 0)} events (goal < 5 s): ${parts.join('; ')}`);
       }
       if (f.events < 1_000_000) {
@@ -68,7 +86,9 @@ async function main(): Promise<void> {
           const fixed = f.empty.get(name) ?? 0;
           return `${name} ~${ms === undefined ? '?' : fmt((Math.max(0, ms - fixed) * 1_000_000) / f.events / 1000 + fixed / 1000, 0)} s`;
         });
-        lines.push(`first boot extrapolated linearly to 1,000,000 events: ${est.join(', ')} (measured with ${fmt(f.events, 0)} to keep the run short)`);
+        lines.push(
+          `first boot extrapolated linearly to 1,000,000 events: ${est.join(', ')} (measured with ${fmt(f.events, 0)} to keep the run short)`,
+        );
       }
     }
   } finally {

@@ -102,7 +102,8 @@ async function raw(nc: NatsConnection, tag: string): Promise<{ seq: number; pipe
     const secsExpect = await pipelined(chains, WINDOW, async (a) => {
       let last = 0;
       for (let c = 0; c < PER_AGGREGATE && sent < RAW_EVENTS; c++, sent++) {
-        last = (await js.publish(`${prefix}.evt.proposal.e${a}`, payload, { msgID: `e${a}.${c}`, expect: { lastSubjectSequence: last } })).seq;
+        last = (await js.publish(`${prefix}.evt.proposal.e${a}`, payload, { msgID: `e${a}.${c}`, expect: { lastSubjectSequence: last } }))
+          .seq;
       }
     });
     const pipeExpect = sent / secsExpect;
@@ -192,7 +193,7 @@ async function main(): Promise<void> {
       maxEntries: SAMPLES,
     });
     await cache.start();
-    const sample = Array.from({ length: SAMPLES }, (_, i) => streams[Math.floor(((i * 7919) % aggregates))]);
+    const sample = Array.from({ length: SAMPLES }, (_, i) => streams[Math.floor((i * 7919) % aggregates)]);
     const cold: number[] = [];
     for (const s of sample) {
       t0 = performance.now();

@@ -26,6 +26,9 @@ fi
 echo "[test] type check" >&2
 npx tsc -p tsconfig.check.json
 
+echo "[test] format (prettier --check)" >&2
+npm run -s format:check
+
 echo "[test] lint (module boundaries, purity rules)" >&2
 npx nx run-many -t lint --skip-nx-cache --outputStyle=static
 

@@ -1,7 +1,11 @@
 import { requestJson } from '@conclave/messaging';
 import { ConclaveHarness, eventually } from '../support/conclave-harness';
 
-type Reply = { ok: boolean; error?: { code: string; message: string; field?: string }; proposal?: { proposal_id: string; responses: unknown[]; status: string } };
+type Reply = {
+  ok: boolean;
+  error?: { code: string; message: string; field?: string };
+  proposal?: { proposal_id: string; responses: unknown[]; status: string };
+};
 
 /**
  * DESIGN section 5: every failure replies `{ok: false, error: {code, message, field?}}` and
@@ -13,7 +17,13 @@ describe('NATS API error replies change nothing (DESIGN section 5, RFC 5.3, 14.4
 
   beforeAll(async () => {
     await h.start('intake', 'resolver');
-    const p = await h.client.propose({ domain: 'risk.credit', author: 'alice', payload: { loan: 42 }, quorum: 3, created_at: new Date().toISOString() });
+    const p = await h.client.propose({
+      domain: 'risk.credit',
+      author: 'alice',
+      payload: { loan: 42 },
+      quorum: 3,
+      created_at: new Date().toISOString(),
+    });
     proposalId = p.proposal_id;
     await h.client.endorse(proposalId, { participant_id: 'bob', domain_authority: 0.5, confidence: 0.5, trust_score: 0.5 });
   });
@@ -28,9 +38,12 @@ describe('NATS API error replies change nothing (DESIGN section 5, RFC 5.3, 14.4
   /** When the request is sent, then it fails with `code` (and `field`), and the log is untouched. */
   async function expectRejected(name: string, body: unknown, code: string, field?: string): Promise<void> {
     const before = await logHead();
-    const reply = typeof body === 'string'
-      ? (JSON.parse(new TextDecoder().decode((await h.nc.request(subject(name), new TextEncoder().encode(body), { timeout: 5000 })).data)) as Reply)
-      : await requestJson<Reply>(h.nc, subject(name), body);
+    const reply =
+      typeof body === 'string'
+        ? (JSON.parse(
+            new TextDecoder().decode((await h.nc.request(subject(name), new TextEncoder().encode(body), { timeout: 5000 })).data),
+          ) as Reply)
+        : await requestJson<Reply>(h.nc, subject(name), body);
     expect(reply.ok).toBe(false);
     expect(reply.error?.code).toBe(code);
     if (field) expect(reply.error?.field).toBe(field);
@@ -39,36 +52,67 @@ describe('NATS API error replies change nothing (DESIGN section 5, RFC 5.3, 14.4
   }
 
   const proposal = (over: Record<string, unknown> = {}) => ({
-    schema_version: '1.0', type: 'proposal', domain: 'risk.credit', author: 'carol', payload: { x: 1 }, quorum: 1,
-    created_at: new Date().toISOString(), expires_at: null, ...over,
+    schema_version: '1.0',
+    type: 'proposal',
+    domain: 'risk.credit',
+    author: 'carol',
+    payload: { x: 1 },
+    quorum: 1,
+    created_at: new Date().toISOString(),
+    expires_at: null,
+    ...over,
   });
   const response = (over: Record<string, unknown> = {}) => ({
-    schema_version: '1.0', proposal_id: proposalId, participant_id: 'dave', response_type: 'endorse',
-    confidence: 0.9, domain_authority: 0.9, trust_score: 0.9, reason: null, ...over,
+    schema_version: '1.0',
+    proposal_id: proposalId,
+    participant_id: 'dave',
+    response_type: 'endorse',
+    confidence: 0.9,
+    domain_authority: 0.9,
+    trust_score: 0.9,
+    reason: null,
+    ...over,
   });
 
   it('INVALID_JSON: a body that is not JSON', () => expectRejected('propose', '{"schema_version": "1.0",', 'INVALID_JSON'));
-  it('SCHEMA_VIOLATION: a missing required field is named', () => expectRejected('propose', proposal({ domain: undefined }), 'SCHEMA_VIOLATION', 'domain'));
+  it('SCHEMA_VIOLATION: a missing required field is named', () =>
+    expectRejected('propose', proposal({ domain: undefined }), 'SCHEMA_VIOLATION', 'domain'));
   it('SCHEMA_VIOLATION: quorum below 1 (RFC 7.1)', () => expectRejected('propose', proposal({ quorum: 0 }), 'SCHEMA_VIOLATION', 'quorum'));
-  it('SCHEMA_VIOLATION: a domain that is not NATS-token safe', () => expectRejected('propose', proposal({ domain: 'risk credit' }), 'SCHEMA_VIOLATION', 'domain'));
-  it('SCHEMA_VIOLATION: confidence outside [0, 1] on the wire', () => expectRejected('respond', response({ confidence: 1.5 }), 'SCHEMA_VIOLATION', 'confidence'));
-  it('SCHEMA_VIOLATION: a third response type (RFC 5.1)', () => expectRejected('respond', response({ response_type: 'abstain' }), 'SCHEMA_VIOLATION', 'response_type'));
-  it('UNSUPPORTED_SCHEMA_VERSION: "2.0" (RFC 18.4)', () => expectRejected('propose', proposal({ schema_version: '2.0' }), 'UNSUPPORTED_SCHEMA_VERSION', 'schema_version'));
-  it('INVALID_ID: a proposal_id that is not a ULID', () => expectRejected('propose', proposal({ proposal_id: 'not-a-ulid' }), 'INVALID_ID', 'proposal_id'));
-  it('DUPLICATE_PROPOSAL_ID: the same id twice (RFC 14.4)', () => expectRejected('propose', proposal({ proposal_id: proposalId }), 'DUPLICATE_PROPOSAL_ID'));
-  it('PROPOSAL_NOT_FOUND: respond to an unknown proposal', () => expectRejected('respond', response({ proposal_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV' }), 'PROPOSAL_NOT_FOUND'));
-  it('PROPOSAL_NOT_FOUND: get an unknown proposal', () => expectRejected('get', { proposal_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV' }, 'PROPOSAL_NOT_FOUND'));
+  it('SCHEMA_VIOLATION: a domain that is not NATS-token safe', () =>
+    expectRejected('propose', proposal({ domain: 'risk credit' }), 'SCHEMA_VIOLATION', 'domain'));
+  it('SCHEMA_VIOLATION: confidence outside [0, 1] on the wire', () =>
+    expectRejected('respond', response({ confidence: 1.5 }), 'SCHEMA_VIOLATION', 'confidence'));
+  it('SCHEMA_VIOLATION: a third response type (RFC 5.1)', () =>
+    expectRejected('respond', response({ response_type: 'abstain' }), 'SCHEMA_VIOLATION', 'response_type'));
+  it('UNSUPPORTED_SCHEMA_VERSION: "2.0" (RFC 18.4)', () =>
+    expectRejected('propose', proposal({ schema_version: '2.0' }), 'UNSUPPORTED_SCHEMA_VERSION', 'schema_version'));
+  it('INVALID_ID: a proposal_id that is not a ULID', () =>
+    expectRejected('propose', proposal({ proposal_id: 'not-a-ulid' }), 'INVALID_ID', 'proposal_id'));
+  it('DUPLICATE_PROPOSAL_ID: the same id twice (RFC 14.4)', () =>
+    expectRejected('propose', proposal({ proposal_id: proposalId }), 'DUPLICATE_PROPOSAL_ID'));
+  it('PROPOSAL_NOT_FOUND: respond to an unknown proposal', () =>
+    expectRejected('respond', response({ proposal_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV' }), 'PROPOSAL_NOT_FOUND'));
+  it('PROPOSAL_NOT_FOUND: get an unknown proposal', () =>
+    expectRejected('get', { proposal_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV' }, 'PROPOSAL_NOT_FOUND'));
   it('DUPLICATE_RESPONSE: the same participant twice (RFC 5.3, 15.3); the first stands', async () => {
     await expectRejected('respond', response({ participant_id: 'bob', response_type: 'challenge' }), 'DUPLICATE_RESPONSE');
     const p = await h.client.get(proposalId);
     expect(p.responses).toHaveLength(1);
     expect(p.responses[0]).toMatchObject({ participant_id: 'bob', response_type: 'endorse' });
   });
-  it('SELF_RESPONSE: the author responds to its own proposal (RFC 5.3)', () => expectRejected('respond', response({ participant_id: 'alice' }), 'SELF_RESPONSE'));
-  it('PAYLOAD_TOO_LARGE: a body over the configured limit', () => expectRejected('propose', proposal({ payload: { blob: 'x'.repeat(5000) } }), 'PAYLOAD_TOO_LARGE'));
+  it('SELF_RESPONSE: the author responds to its own proposal (RFC 5.3)', () =>
+    expectRejected('respond', response({ participant_id: 'alice' }), 'SELF_RESPONSE'));
+  it('PAYLOAD_TOO_LARGE: a body over the configured limit', () =>
+    expectRejected('propose', proposal({ payload: { blob: 'x'.repeat(5000) } }), 'PAYLOAD_TOO_LARGE'));
   /** A proposal whose quorum is met and whose resolution the resolver has appended. */
   async function resolvedProposal(): Promise<string> {
-    const p = await h.client.propose({ domain: 'risk.credit', author: 'erin', payload: {}, quorum: 1, created_at: new Date().toISOString() });
+    const p = await h.client.propose({
+      domain: 'risk.credit',
+      author: 'erin',
+      payload: {},
+      quorum: 1,
+      created_at: new Date().toISOString(),
+    });
     await h.client.endorse(p.proposal_id, { participant_id: 'frank', domain_authority: 1, confidence: 1, trust_score: 1 });
     await eventually(async () => ((await h.client.get(p.proposal_id)).status === 'resolved' ? true : undefined), 10_000, 'the resolution');
     return p.proposal_id;
@@ -83,8 +127,18 @@ describe('NATS API error replies change nothing (DESIGN section 5, RFC 5.3, 14.4
     await expectRejected('escalate', { proposal_id: p.proposal_id, reason: 'too late', requested_by: 'gina' }, 'PROPOSAL_NOT_PENDING');
   });
   it('a client-sent weight is never trusted (RFC 6.1, DESIGN section 2)', async () => {
-    const p = await h.client.propose({ domain: 'risk.credit', author: 'hank', payload: {}, quorum: 5, created_at: new Date().toISOString() });
-    const reply = await requestJson<Reply>(h.nc, subject('respond'), response({ proposal_id: p.proposal_id, participant_id: 'ivy', confidence: 0.5, domain_authority: 0.5, trust_score: 0.5, weight: 1 }));
+    const p = await h.client.propose({
+      domain: 'risk.credit',
+      author: 'hank',
+      payload: {},
+      quorum: 5,
+      created_at: new Date().toISOString(),
+    });
+    const reply = await requestJson<Reply>(
+      h.nc,
+      subject('respond'),
+      response({ proposal_id: p.proposal_id, participant_id: 'ivy', confidence: 0.5, domain_authority: 0.5, trust_score: 0.5, weight: 1 }),
+    );
     expect(reply.ok).toBe(true);
     expect(reply.proposal?.responses).toEqual([expect.objectContaining({ participant_id: 'ivy', weight: 0.125 })]);
   });

@@ -104,10 +104,14 @@ describe('proposal lifecycle end to end (intake + resolver + sweeper over NATS)'
       } while (cursor);
       return seen;
     };
-    const seen = await eventually(async () => {
-      const ids = await pageAll();
-      return ids.length >= 5 ? ids : undefined;
-    }, 10_000, 'five listed proposals');
+    const seen = await eventually(
+      async () => {
+        const ids = await pageAll();
+        return ids.length >= 5 ? ids : undefined;
+      },
+      10_000,
+      'five listed proposals',
+    );
     expect(seen).toEqual(mine);
   });
 });

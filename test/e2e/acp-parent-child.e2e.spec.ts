@@ -15,12 +15,16 @@ describe('9.3 parent/child checks at submission (intake + resolver + sweeper ove
   });
   afterAll(() => h.stop());
 
-  const propose = (over: Record<string, unknown> = {}) => h.client.propose({ domain: 'strategy', author: 'planner', payload: {}, quorum: 1, ...over });
+  const propose = (over: Record<string, unknown> = {}) =>
+    h.client.propose({ domain: 'strategy', author: 'planner', payload: {}, quorum: 1, ...over });
 
   it('given a child that does not exist and no expires_at, then the parent is refused with PROPOSAL_NOT_FOUND naming the child, and not recorded', async () => {
     const child = await propose({ domain: 'risk.credit' });
     const parentId = ulid();
-    await expect(propose({ proposal_id: parentId, depends_on: [child.proposal_id, ulid()] })).rejects.toMatchObject({ code: 'PROPOSAL_NOT_FOUND', field: 'depends_on.1' });
+    await expect(propose({ proposal_id: parentId, depends_on: [child.proposal_id, ulid()] })).rejects.toMatchObject({
+      code: 'PROPOSAL_NOT_FOUND',
+      field: 'depends_on.1',
+    });
     await expect(h.client.get(parentId)).rejects.toMatchObject({ code: 'PROPOSAL_NOT_FOUND' });
   });
 
@@ -33,7 +37,10 @@ describe('9.3 parent/child checks at submission (intake + resolver + sweeper ove
 
   it('given a parent naming itself, then SCHEMA_VIOLATION on depends_on', async () => {
     const id = ulid();
-    await expect(propose({ proposal_id: id, depends_on: [id], expires_at: soon(60_000) })).rejects.toMatchObject({ code: 'SCHEMA_VIOLATION', field: 'depends_on' });
+    await expect(propose({ proposal_id: id, depends_on: [id], expires_at: soon(60_000) })).rejects.toMatchObject({
+      code: 'SCHEMA_VIOLATION',
+      field: 'depends_on',
+    });
   });
 
   it('given a proposal that waits for a future child, when that child names it as its own child, then SCHEMA_VIOLATION: a cycle', async () => {
@@ -49,7 +56,8 @@ describe('9.3 parent/child checks at submission (intake + resolver + sweeper ove
     const c1 = await propose({ domain: 'risk.credit' });
     const c2 = await propose({ domain: 'ops.deploy' });
     const parent = await propose({ depends_on: [c1.proposal_id, c2.proposal_id] });
-    for (const c of [c1, c2]) await h.client.endorse(c.proposal_id, { participant_id: 'a', domain_authority: 1, confidence: 1, trust_score: 1 });
+    for (const c of [c1, c2])
+      await h.client.endorse(c.proposal_id, { participant_id: 'a', domain_authority: 1, confidence: 1, trust_score: 1 });
     expect((await decisions.waitFor(parent.proposal_id))[0]).toMatchObject({ outcome: 'approved', votes_for: 2 });
   });
 });

@@ -36,15 +36,23 @@ describe('RFC 15.4 resolution races: replicas record exactly one resolution', ()
     await h.start('intake', 'intake', 'resolver', 'resolver', 'sweeper', 'sweeper');
     const decisions = new DecisionCollector(h.client);
     const ids: string[] = [];
-    await inBatches(Array.from({ length: 1000 }, (_, i) => i), 50, async (i) => {
-      const byQuorum = i % 2 === 0;
-      const p = await h.client.propose({
-        domain: 'race.test', author: `author-${i}`, payload: { i }, quorum: 1, created_at: now(),
-        expires_at: byQuorum ? null : new Date(Date.now() + 500).toISOString(),
-      });
-      ids.push(p.proposal_id);
-      if (byQuorum) await h.client.endorse(p.proposal_id, { participant_id: `voter-${i}`, ...vote });
-    });
+    await inBatches(
+      Array.from({ length: 1000 }, (_, i) => i),
+      50,
+      async (i) => {
+        const byQuorum = i % 2 === 0;
+        const p = await h.client.propose({
+          domain: 'race.test',
+          author: `author-${i}`,
+          payload: { i },
+          quorum: 1,
+          created_at: now(),
+          expires_at: byQuorum ? null : new Date(Date.now() + 500).toISOString(),
+        });
+        ids.push(p.proposal_id);
+        if (byQuorum) await h.client.endorse(p.proposal_id, { participant_id: `voter-${i}`, ...vote });
+      },
+    );
     await decisions.until(() => new Set(decisions.received.map((d) => d.proposal_id)).size >= 1000, 60_000, '1,000 decisions');
 
     const terminal = await terminalEventsPerProposal(h, ids);

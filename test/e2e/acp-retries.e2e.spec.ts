@@ -4,7 +4,11 @@ import { Msg, Subscription } from 'nats';
 import { ulid } from 'ulid';
 import { ConclaveHarness, eventually } from '../support/conclave-harness';
 
-type Reply = { ok: boolean; error?: { code: string; field?: string }; proposal?: { proposal_id: string; status: string; responses: Array<{ participant_id: string }> } };
+type Reply = {
+  ok: boolean;
+  error?: { code: string; field?: string };
+  proposal?: { proposal_id: string; status: string; responses: Array<{ participant_id: string }> };
+};
 
 const decoder = new TextDecoder();
 
@@ -60,22 +64,45 @@ describe('idempotent retries of propose and respond (intake + resolver over NATS
   const subject = (name: string) => `${h.prefix}.v1.${name}`;
   const logHead = async () => (await (await h.nc.jetstreamManager()).streams.info(h.env['CONCLAVE_EVENT_STREAM'])).state.last_seq;
   const body = (over: Record<string, unknown> = {}) => ({
-    schema_version: '1.0', proposal_id: ulid(), type: 'proposal', domain: 'ops.retry', author: 'alice', payload: { v: 1 }, quorum: 5,
-    created_at: new Date().toISOString(), expires_at: null, ...over,
+    schema_version: '1.0',
+    proposal_id: ulid(),
+    type: 'proposal',
+    domain: 'ops.retry',
+    author: 'alice',
+    payload: { v: 1 },
+    quorum: 5,
+    created_at: new Date().toISOString(),
+    expires_at: null,
+    ...over,
   });
   const response = (proposal_id: string, over: Record<string, unknown> = {}) => ({
-    schema_version: '1.0', proposal_id, participant_id: 'bob', response_type: 'endorse', confidence: 0.9, domain_authority: 0.8, trust_score: 0.7, reason: 'ok', ...over,
+    schema_version: '1.0',
+    proposal_id,
+    participant_id: 'bob',
+    response_type: 'endorse',
+    confidence: 0.9,
+    domain_authority: 0.8,
+    trust_score: 0.7,
+    reason: 'ok',
+    ...over,
   });
 
   it('given a lost reply, when the SDK retries propose, then the service answers the retry with the same proposal and only one exists', async () => {
     const p = await agent.propose({ domain: 'ops.retry-sdk', author: 'alice', payload: { release: 1 }, quorum: 2 });
     const attempts = proxy.replies.filter((r) => r.subject === subject('propose'));
     expect(attempts).toHaveLength(2);
-    expect(attempts.map((a) => [a.reply.ok, a.reply.proposal?.proposal_id])).toEqual([[true, p.proposal_id], [true, p.proposal_id]]);
-    const listed = await eventually(async () => {
-      const page = await h.client.list({ domain: 'ops.retry-sdk' });
-      return page.proposals.length > 0 ? page.proposals : undefined;
-    }, 10_000, 'the proposal listed');
+    expect(attempts.map((a) => [a.reply.ok, a.reply.proposal?.proposal_id])).toEqual([
+      [true, p.proposal_id],
+      [true, p.proposal_id],
+    ]);
+    const listed = await eventually(
+      async () => {
+        const page = await h.client.list({ domain: 'ops.retry-sdk' });
+        return page.proposals.length > 0 ? page.proposals : undefined;
+      },
+      10_000,
+      'the proposal listed',
+    );
     expect(listed.map((x) => x.proposal_id)).toEqual([p.proposal_id]);
   });
 

@@ -34,7 +34,18 @@ describe('SDK: created_at by default, decisions() validated, proposals() followe
   it('given a decision event of an unsupported schema_version on the stream, then decisions() ends with UNSUPPORTED_SCHEMA_VERSION; a valid one is read', async () => {
     const js = h.nc.jetstream();
     const subject = acpSubjects(h.prefix).decisions('sdk.bad');
-    const forged = { schema_version: '2.0', event_id: ulid(), event_type: 'decision', proposal_id: ulid(), domain: 'sdk.bad', outcome: 'approved', trigger: 'quorum', votes_for: 1, votes_against: 0, decided_at: new Date().toISOString() };
+    const forged = {
+      schema_version: '2.0',
+      event_id: ulid(),
+      event_type: 'decision',
+      proposal_id: ulid(),
+      domain: 'sdk.bad',
+      outcome: 'approved',
+      trigger: 'quorum',
+      votes_for: 1,
+      votes_against: 0,
+      decided_at: new Date().toISOString(),
+    };
     await js.publish(subject, new TextEncoder().encode(JSON.stringify(forged)), { msgID: forged.event_id });
     const error = await (async () => {
       for await (const _d of h.client.decisions({ domain: 'sdk.bad' })) return undefined;
@@ -45,7 +56,11 @@ describe('SDK: created_at by default, decisions() validated, proposals() followe
 
     const o = await h.client.propose({ type: 'observation', domain: 'sdk.good', author: 'alice', payload: { seen: true }, quorum: 1 });
     const stop = new AbortController();
-    const [d] = await readUntil<DecisionEvent>(h.client.decisions({ domain: 'sdk.good', signal: stop.signal }), stop, (seen) => seen.length >= 1);
+    const [d] = await readUntil<DecisionEvent>(
+      h.client.decisions({ domain: 'sdk.good', signal: stop.signal }),
+      stop,
+      (seen) => seen.length >= 1,
+    );
     expect(d).toMatchObject({ schema_version: '1.0', proposal_id: o.proposal_id, outcome: 'approved', auto_resolved: true });
   });
 
@@ -56,13 +71,21 @@ describe('SDK: created_at by default, decisions() validated, proposals() followe
     const p1 = await propose(1);
     const p2 = await propose(2);
     const first = new AbortController();
-    const session1 = await readUntil<Proposal>(h.client.proposals({ domain, durable, signal: first.signal }), first, (seen) => seen.length >= 2);
+    const session1 = await readUntil<Proposal>(
+      h.client.proposals({ domain, durable, signal: first.signal }),
+      first,
+      (seen) => seen.length >= 2,
+    );
     expect(session1.map((p) => p.proposal_id)).toEqual([p1.proposal_id, p2.proposal_id]);
     expect(session1[0]).toMatchObject({ schema_version: '1.0', status: 'pending', responses: [], domain });
 
     const p3 = await propose(3);
     const second = new AbortController();
-    const session2 = await readUntil<Proposal>(h.client.proposals({ domain, durable, signal: second.signal }), second, (seen) => seen.length >= 1);
+    const session2 = await readUntil<Proposal>(
+      h.client.proposals({ domain, durable, signal: second.signal }),
+      second,
+      (seen) => seen.length >= 1,
+    );
     expect(session2.map((p) => p.proposal_id)).toEqual([p3.proposal_id]);
     await (await h.nc.jetstreamManager()).consumers.delete(acpStreamNames(h.run).proposals, durable);
   });
@@ -72,7 +95,9 @@ describe('SDK: created_at by default, decisions() validated, proposals() followe
     await h.client.propose({ type: 'observation', domain, author: 'alice', payload: {}, quorum: 1 });
     const p = await h.client.propose({ domain, author: 'alice', payload: {}, quorum: 1 });
     const stop = new AbortController();
-    const seen = await readUntil<Proposal>(h.client.proposals({ domain, signal: stop.signal }), stop, (s) => s.some((x) => x.proposal_id === p.proposal_id));
+    const seen = await readUntil<Proposal>(h.client.proposals({ domain, signal: stop.signal }), stop, (s) =>
+      s.some((x) => x.proposal_id === p.proposal_id),
+    );
     expect(seen.map((x) => x.proposal_id)).toEqual([p.proposal_id]);
   });
 });

@@ -18,7 +18,15 @@ describe('7.3 unanimous quorum, eligible_participants on the wire (intake + reso
   afterAll(() => h.stop());
 
   const unanimous = (over: Record<string, unknown> = {}) =>
-    h.client.propose({ domain: 'ops.deploy', author: 'lead', payload: { release: 7 }, quorum: 1, quorum_policy: { kind: 'unanimous' }, eligible_participants: ['lead', 'ana', 'ben'], ...over });
+    h.client.propose({
+      domain: 'ops.deploy',
+      author: 'lead',
+      payload: { release: 7 },
+      quorum: 1,
+      quorum_policy: { kind: 'unanimous' },
+      eligible_participants: ['lead', 'ana', 'ben'],
+      ...over,
+    });
 
   it('given ana and ben eligible, when both endorse, then approved by QUORUM; the electorate is shown on the proposal', async () => {
     const p = await unanimous();
@@ -40,7 +48,10 @@ describe('7.3 unanimous quorum, eligible_participants on the wire (intake + reso
   });
 
   it('given no eligible_participants and no registry (authentication off), then SCHEMA_VIOLATION naming the field', async () => {
-    await expect(unanimous({ eligible_participants: undefined })).rejects.toMatchObject({ code: 'SCHEMA_VIOLATION', field: 'eligible_participants' });
+    await expect(unanimous({ eligible_participants: undefined })).rejects.toMatchObject({
+      code: 'SCHEMA_VIOLATION',
+      field: 'eligible_participants',
+    });
   });
 });
 
@@ -61,16 +72,30 @@ describe('7.3 unanimous quorum, eligible participants from the registry (authent
       { participant_id: 'fin', grants: [{ domain: 'finance', domain_authority: 0.9, trust_score: 0.9 }] },
     ]);
     // the registry's list follows the log: wait until it holds every seeded participant
-    await eventually(async () => {
-      const { participants } = await h.admin.call<{ participants: Array<{ participant_id: string; grants: object }> }>(REGISTRY_PATTERNS.list);
-      return participants.filter((p) => Object.keys(p.grants).length > 0).length >= 5 ? true : undefined;
-    }, 10_000, 'the seeded registry');
+    await eventually(
+      async () => {
+        const { participants } = await h.admin.call<{ participants: Array<{ participant_id: string; grants: object }> }>(
+          REGISTRY_PATTERNS.list,
+        );
+        return participants.filter((p) => Object.keys(p.grants).length > 0).length >= 5 ? true : undefined;
+      },
+      10_000,
+      'the seeded registry',
+    );
     decisions = new DecisionCollector(h.client);
   });
   afterAll(() => h.stop());
 
   const propose = async (over: Record<string, unknown> = {}) =>
-    (await h.clientFor('lead')).propose({ domain: 'ops.deploy', author: 'lead', payload: { release: 8 }, quorum: 1, quorum_policy: { kind: 'unanimous' }, created_at: now(), ...over });
+    (await h.clientFor('lead')).propose({
+      domain: 'ops.deploy',
+      author: 'lead',
+      payload: { release: 8 },
+      quorum: 1,
+      quorum_policy: { kind: 'unanimous' },
+      created_at: now(),
+      ...over,
+    });
 
   it('given no list sent, then every active participant allowed to respond on the domain is eligible (author included, never counted)', async () => {
     const p = await propose();

@@ -28,28 +28,56 @@ describe('audit log: hash chain of every event and rejection, export, verify', (
   }
 
   async function exported(minEntries: number): Promise<string> {
-    return eventually(async () => {
-      const text = await http<string>('/audit/export');
-      return text.split('\n').filter(Boolean).length >= minEntries ? text : undefined;
-    }, 10_000, `${minEntries} audit entries`);
+    return eventually(
+      async () => {
+        const text = await http<string>('/audit/export');
+        return text.split('\n').filter(Boolean).length >= minEntries ? text : undefined;
+      },
+      10_000,
+      `${minEntries} audit entries`,
+    );
   }
 
   let proposalId: string;
 
   it('records submissions, responses, resolutions with actor, action, proposal id, timestamp and payload hash, and rejections', async () => {
-    const p = await h.client.propose({ domain: 'risk.credit', author: 'agent-author', payload: { loan: 42 }, quorum: 1, created_at: now() });
+    const p = await h.client.propose({
+      domain: 'risk.credit',
+      author: 'agent-author',
+      payload: { loan: 42 },
+      quorum: 1,
+      created_at: now(),
+    });
     proposalId = p.proposal_id;
     await h.client.endorse(p.proposal_id, { participant_id: 'agent-a', domain_authority: 0.9, confidence: 0.8, trust_score: 0.9 });
-    await expect(h.client.endorse(p.proposal_id, { participant_id: 'agent-author', domain_authority: 0.9, confidence: 0.8, trust_score: 0.9 })).rejects.toMatchObject({ code: 'SELF_RESPONSE' });
-    const { entries } = await eventually(async () => {
-      const r = await http<{ entries: AuditEntry[] }>(`/audit/entries?proposal_id=${p.proposal_id}`);
-      return r.entries.length >= 4 ? r : undefined;
-    }, 10_000, 'entries of the proposal');
-    expect(entries.map((e) => e.action)).toEqual(expect.arrayContaining(['ProposalSubmitted', 'ResponseRecorded', 'ProposalResolved', 'rejected:respond']));
+    await expect(
+      h.client.endorse(p.proposal_id, { participant_id: 'agent-author', domain_authority: 0.9, confidence: 0.8, trust_score: 0.9 }),
+    ).rejects.toMatchObject({ code: 'SELF_RESPONSE' });
+    const { entries } = await eventually(
+      async () => {
+        const r = await http<{ entries: AuditEntry[] }>(`/audit/entries?proposal_id=${p.proposal_id}`);
+        return r.entries.length >= 4 ? r : undefined;
+      },
+      10_000,
+      'entries of the proposal',
+    );
+    expect(entries.map((e) => e.action)).toEqual(
+      expect.arrayContaining(['ProposalSubmitted', 'ResponseRecorded', 'ProposalResolved', 'rejected:respond']),
+    );
     const submitted = entries.find((e) => e.action === 'ProposalSubmitted')!;
-    expect(submitted).toMatchObject({ actor: 'agent-author', outcome: 'recorded', proposal_id: p.proposal_id, payload_hash: p.payload_hash, timestamp: expect.any(String) });
+    expect(submitted).toMatchObject({
+      actor: 'agent-author',
+      outcome: 'recorded',
+      proposal_id: p.proposal_id,
+      payload_hash: p.payload_hash,
+      timestamp: expect.any(String),
+    });
     expect(entries.find((e) => e.action === 'ResponseRecorded')).toMatchObject({ actor: 'agent-a', payload_hash: p.payload_hash });
-    expect(entries.find((e) => e.action === 'rejected:respond')).toMatchObject({ actor: 'agent-author', outcome: 'rejected', error: { code: 'SELF_RESPONSE' } });
+    expect(entries.find((e) => e.action === 'rejected:respond')).toMatchObject({
+      actor: 'agent-author',
+      outcome: 'rejected',
+      error: { code: 'SELF_RESPONSE' },
+    });
   });
 
   it('the JSONL export verifies and ends at the head the service reports', async () => {
@@ -112,11 +140,18 @@ describe('audit log: hash chain of every event and rejection, export, verify', (
     await h.kill(audit);
     const p = await h.client.propose({ domain: 'ops', author: 'agent-ops', payload: { restart: true }, quorum: 2, created_at: now() });
     audit = await h.add('audit');
-    const text = await eventually(async () => {
-      const t = await http<string>('/audit/export');
-      return t.includes(p.proposal_id) ? t : undefined;
-    }, 10_000, 'the entry written while the audit service was down');
-    const entries = text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEntry);
+    const text = await eventually(
+      async () => {
+        const t = await http<string>('/audit/export');
+        return t.includes(p.proposal_id) ? t : undefined;
+      },
+      10_000,
+      'the entry written while the audit service was down',
+    );
+    const entries = text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as AuditEntry);
     expect(entries.length).toBeGreaterThan(before.seq);
     expect(new Set(entries.map((e) => e.source_id)).size).toBe(entries.length);
     expect(entries.map((e) => e.seq)).toEqual(entries.map((_, i) => i + 1));

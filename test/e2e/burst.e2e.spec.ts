@@ -53,9 +53,11 @@ async function burst(h: System): Promise<void> {
   const ids = outcomes.map((o) => o.proposal_id);
   const decided = () => new Set(decisions.received.map((d) => d.proposal_id));
   // A decision follows quorum within milliseconds; the bound only ends a run whose proposals never decide.
-  await eventually(async () => (ids.every((id) => decided().has(id)) ? true : undefined), 60_000, `a decision for each of ${ids.length} proposals`).catch(
-    () => undefined,
-  );
+  await eventually(
+    async () => (ids.every((id) => decided().has(id)) ? true : undefined),
+    60_000,
+    `a decision for each of ${ids.length} proposals`,
+  ).catch(() => undefined);
 
   // Then every command was accepted, every proposal decided once, approved by quorum, and the log is sound
   const report = await checkRun(h.nc, runNamesOf(h.env), { attempts: agent.attempts });
@@ -63,7 +65,9 @@ async function burst(h: System): Promise<void> {
   const perProposal = new Map<string, number>();
   for (const d of decisions.received) perProposal.set(d.proposal_id, (perProposal.get(d.proposal_id) ?? 0) + 1);
   if (!report.ok || undecided.length > 0) {
-    console.warn(`burst over ${h.services}: ${undecided.length} of ${ids.length} proposals undecided (first: ${undecided.slice(0, 5).join(', ')})\n${describeReport(report)}`);
+    console.warn(
+      `burst over ${h.services}: ${undecided.length} of ${ids.length} proposals undecided (first: ${undecided.slice(0, 5).join(', ')})\n${describeReport(report)}`,
+    );
   }
 
   expect(outcomes.filter((o) => !o.proposed || o.responded !== 3).map((o) => `${o.proposal_id}: ${o.refusals.join(',')}`)).toEqual([]);
@@ -85,13 +89,19 @@ describe('burst: every proposal with its quorum of concurrent responses is decid
   };
 
   describe('one replica of each service, in process', () => {
-    it(`given intake, resolver and sweeper, when ${BURSTS * PER_BURST} proposals get 3 concurrent responses each in ${BURSTS} bursts, then each has exactly one decision and no invariant is violated`,
-      inProcess(['intake', 'resolver', 'sweeper']), TEST_TIMEOUT_MS);
+    it(
+      `given intake, resolver and sweeper, when ${BURSTS * PER_BURST} proposals get 3 concurrent responses each in ${BURSTS} bursts, then each has exactly one decision and no invariant is violated`,
+      inProcess(['intake', 'resolver', 'sweeper']),
+      TEST_TIMEOUT_MS,
+    );
   });
 
   describe('two intake and two resolver replicas, in process', () => {
-    it(`given two intakes, two resolvers and a sweeper, when ${BURSTS * PER_BURST} proposals get 3 concurrent responses each in ${BURSTS} bursts, then each has exactly one decision and no invariant is violated`,
-      inProcess(['intake', 'intake', 'resolver', 'resolver', 'sweeper']), TEST_TIMEOUT_MS);
+    it(
+      `given two intakes, two resolvers and a sweeper, when ${BURSTS * PER_BURST} proposals get 3 concurrent responses each in ${BURSTS} bursts, then each has exactly one decision and no invariant is violated`,
+      inProcess(['intake', 'intake', 'resolver', 'resolver', 'sweeper']),
+      TEST_TIMEOUT_MS,
+    );
   });
 
   describe('one replica of each service, each its own process (as npm run up runs them)', () => {
@@ -103,19 +113,32 @@ describe('burst: every proposal with its quorum of concurrent responses is decid
         const jsm = await nc.jetstreamManager();
         const run = svc.run;
         const s = acpStreamNames(run);
-        for (const name of [`EVT_${run}`, s.decisions, s.proposals, s.escalations, s.councilDecisions, `KV_EVT_${run}_CHECKPOINTS`, `EVT_${run}_REJECTIONS`, `KV_EVT_${run}_NONCES`]) {
+        for (const name of [
+          `EVT_${run}`,
+          s.decisions,
+          s.proposals,
+          s.escalations,
+          s.councilDecisions,
+          `KV_EVT_${run}_CHECKPOINTS`,
+          `EVT_${run}_REJECTIONS`,
+          `KV_EVT_${run}_NONCES`,
+        ]) {
           await jsm.streams.delete(name).catch(() => undefined);
         }
         await nc.drain();
       }
     });
 
-    it(`given intake, resolver and sweeper as processes, when ${BURSTS * PER_BURST} proposals get 3 concurrent responses each in ${BURSTS} bursts, then each has exactly one decision and no invariant is violated`, async () => {
-      svc = new ServiceProcesses(NATS_URL);
-      await svc.start('intake', 'resolver', 'sweeper');
-      nc = await connect({ servers: NATS_URL });
-      const client = await ConclaveClient.connect({ nc, prefix: svc.prefix, streamSuffix: svc.run });
-      await burst({ nc, client, prefix: svc.prefix, env: svc.env, services: 'intake, resolver, sweeper (processes)' });
-    }, TEST_TIMEOUT_MS);
+    it(
+      `given intake, resolver and sweeper as processes, when ${BURSTS * PER_BURST} proposals get 3 concurrent responses each in ${BURSTS} bursts, then each has exactly one decision and no invariant is violated`,
+      async () => {
+        svc = new ServiceProcesses(NATS_URL);
+        await svc.start('intake', 'resolver', 'sweeper');
+        nc = await connect({ servers: NATS_URL });
+        const client = await ConclaveClient.connect({ nc, prefix: svc.prefix, streamSuffix: svc.run });
+        await burst({ nc, client, prefix: svc.prefix, env: svc.env, services: 'intake, resolver, sweeper (processes)' });
+      },
+      TEST_TIMEOUT_MS,
+    );
   });
 });

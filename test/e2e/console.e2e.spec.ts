@@ -51,7 +51,13 @@ describeWithBrowser('web console in a real browser (chromium via playwright-core
   });
 
   it('C.4 given a tie escalated, when a human opens the console, reads it, writes a note and clicks Approve, then the decision arrives in the live feed', async () => {
-    const p = await h.client.propose({ domain: 'strategy.pricing', author: 'agent-pricing', payload: { action: 'raise_price', sku: 'PRO-PLAN' }, quorum: 2, created_at: now() });
+    const p = await h.client.propose({
+      domain: 'strategy.pricing',
+      author: 'agent-pricing',
+      payload: { action: 'raise_price', sku: 'PRO-PLAN' },
+      quorum: 2,
+      created_at: now(),
+    });
     await h.client.endorse(p.proposal_id, { participant_id: 'agent-a', ...F, reason: 'margin is thin' });
     await h.client.challenge(p.proposal_id, { participant_id: 'agent-b', ...F, reason: 'churn risk' });
     await decisions.waitFor(p.proposal_id);
@@ -83,7 +89,12 @@ describeWithBrowser('web console in a real browser (chromium via playwright-core
     await arrived.waitFor({ timeout: 15_000 });
     expect(await arrived.textContent()).toContain('manual by human-pricing-lead');
     const [, d] = await decisions.waitFor(p.proposal_id, 2);
-    expect(d).toMatchObject({ outcome: 'approved', trigger: 'manual', resolved_by: 'human-pricing-lead', note: 'Pricing change approved after review' });
+    expect(d).toMatchObject({
+      outcome: 'approved',
+      trigger: 'manual',
+      resolved_by: 'human-pricing-lead',
+      note: 'Pricing change approved after review',
+    });
     await page.close();
   });
 });

@@ -9,7 +9,14 @@ describe('observability: council run metrics', () => {
   beforeAll(() => c.start());
   afterAll(() => c.stop());
 
-  const sample = (text: string, line: RegExp) => Number(text.split('\n').find((l) => line.test(l))?.split(' ').pop() ?? NaN);
+  const sample = (text: string, line: RegExp) =>
+    Number(
+      text
+        .split('\n')
+        .find((l) => line.test(l))
+        ?.split(' ')
+        .pop() ?? NaN,
+    );
 
   it('runs by state, member task failures by reason, tokens and cost', async () => {
     const proposers = ['m-builder', 'm-skeptic', 'm-operator'];
@@ -17,7 +24,10 @@ describe('observability: council run metrics', () => {
     const silent = proposers[2];
     c.join(
       Object.fromEntries(
-        [...proposers, chair].map((id) => [id, cleanBehaviour({ usage: { tokens: 100, cost: 0.5 }, ...(id === silent ? { silent: (t) => t.stage === 'proposal' } : {}) })]),
+        [...proposers, chair].map((id) => [
+          id,
+          cleanBehaviour({ usage: { tokens: 100, cost: 0.5 }, ...(id === silent ? { silent: (t) => t.stage === 'proposal' } : {}) }),
+        ]),
       ),
     );
     const runId = await c.client.start({
@@ -29,10 +39,14 @@ describe('observability: council run metrics', () => {
     expect(d.terminal_state).toMatch(/^decided/);
 
     const url = await c.h.instances[0].app.getUrl();
-    const text = await eventually(async () => {
-      const t = await (await fetch(`${url}/metrics`)).text();
-      return /^conclave_council_runs_total\{state="decided/m.test(t) ? t : undefined;
-    }, 5_000, 'the terminal state counted');
+    const text = await eventually(
+      async () => {
+        const t = await (await fetch(`${url}/metrics`)).text();
+        return /^conclave_council_runs_total\{state="decided/m.test(t) ? t : undefined;
+      },
+      5_000,
+      'the terminal state counted',
+    );
     expect(sample(text, /^conclave_council_runs_total\{state="started",service="council"\}/)).toBe(1);
     expect(sample(text, new RegExp(`^conclave_council_runs_total\\{state="${d.terminal_state}",service="council"\\}`))).toBe(1);
     expect(sample(text, /^conclave_council_member_task_failures_total\{reason="timeout",service="council"\}/)).toBe(1);

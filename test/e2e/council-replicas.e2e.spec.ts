@@ -24,18 +24,37 @@ describe('Council replicas: one driver per run (lease in JetStream KV)', () => {
       'rp-chair': cleanBehaviour(),
     });
     const all = () => Object.values(members) as ScriptedMember[];
-    const runId = await c.client.start({ goal_contract: scriptedGoalContract(), panel: scriptedPanel({ proposers, chair: 'rp-chair' }), policy: { stage_timeout_ms: 8_000 } });
+    const runId = await c.client.start({
+      goal_contract: scriptedGoalContract(),
+      panel: scriptedPanel({ proposers, chair: 'rp-chair' }),
+      policy: { stage_timeout_ms: 8_000 },
+    });
     const drivers = c.h.instances.map((i) => i.app.get(RunDriver));
     const driving = drivers.findIndex((d) => d.drives(runId));
     expect(driving).toBeGreaterThanOrEqual(0);
     const other = drivers[1 - driving];
-    expect(await c.h.instances[0].app.get(RunLeases).holderOf(runId)).toMatchObject({ holder: c.h.instances[driving].app.get(RunLeases).holder });
+    expect(await c.h.instances[0].app.get(RunLeases).holderOf(runId)).toMatchObject({
+      holder: c.h.instances[driving].app.get(RunLeases).holder,
+    });
 
     // A command reaching the replica that does not drive the run: appended, and still one driver.
-    await other.execute(runId, (_s, now) => ({ type: C.RecordOutcome, outcome: { outcome_id: 'o-early', observed_at: now, summary: 'noted mid-run', source: 'test' }, actor: 'human-owner', now }));
+    await other.execute(runId, (_s, now) => ({
+      type: C.RecordOutcome,
+      outcome: { outcome_id: 'o-early', observed_at: now, summary: 'noted mid-run', source: 'test' },
+      actor: 'human-owner',
+      now,
+    }));
     expect(other.drives(runId)).toBe(false);
 
-    await ScriptedMember.until(all(), () => all().flatMap((m) => m.verdicts).filter((v) => v.verdict.ok && v.task.stage === 'review').length >= 1, 10_000, 'a review to be accepted');
+    await ScriptedMember.until(
+      all(),
+      () =>
+        all()
+          .flatMap((m) => m.verdicts)
+          .filter((v) => v.verdict.ok && v.task.stage === 'review').length >= 1,
+      10_000,
+      'a review to be accepted',
+    );
     const answeredBeforeKill = new Set(all().flatMap((m) => m.verdicts.filter((v) => v.verdict.ok).map((v) => v.task.task_id)));
     const seenBeforeKill = new Set(all().flatMap((m) => [...m.requests.keys()]));
     await c.h.kill(c.h.instances[driving]);

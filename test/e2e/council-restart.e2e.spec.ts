@@ -15,15 +15,22 @@ describe('Council controller restart mid-run (apps/council over NATS)', () => {
     const proposers = ['rs-builder', 'rs-skeptic', 'rs-operator'];
     const slow = 'rs-operator';
     const members = c.join({
-      ...Object.fromEntries(proposers.map((id) => [id, cleanBehaviour(id === slow ? { delayMs: (t) => (t.stage === 'review' ? 700 : 0) } : {})])),
+      ...Object.fromEntries(
+        proposers.map((id) => [id, cleanBehaviour(id === slow ? { delayMs: (t) => (t.stage === 'review' ? 700 : 0) } : {})]),
+      ),
       'rs-chair': cleanBehaviour(),
     });
     const all = () => Object.values(members) as ScriptedMember[];
-    const runId = await c.client.start({ goal_contract: scriptedGoalContract(), panel: scriptedPanel({ proposers, chair: 'rs-chair' }), policy: { stage_timeout_ms: 8_000 } });
+    const runId = await c.client.start({
+      goal_contract: scriptedGoalContract(),
+      panel: scriptedPanel({ proposers, chair: 'rs-chair' }),
+      policy: { stage_timeout_ms: 8_000 },
+    });
 
     await members[slow].until(() => members[slow].tasks.some((t) => t.stage === 'review'), 10_000, 'the slow review to start');
     const okStages = () => all().flatMap((m) => m.verdicts.filter((v) => v.verdict.ok).map((v) => v.task.stage));
-    const fastReviewed = () => okStages().filter((s) => s === 'proposal').length === 3 && okStages().filter((s) => s === 'review').length === 2;
+    const fastReviewed = () =>
+      okStages().filter((s) => s === 'proposal').length === 3 && okStages().filter((s) => s === 'review').length === 2;
     await ScriptedMember.until(all(), fastReviewed, 10_000, 'the proposals and the fast reviews to be accepted');
     const answered = new Set(all().flatMap((m) => m.verdicts.filter((v) => v.verdict.ok).map((v) => v.task.task_id)));
     await c.h.kill(c.h.instances[0]);

@@ -1,6 +1,14 @@
 import { AUTH_HEADERS } from '@conclave/registry-protocol';
 import { acpStreamNames } from '@conclave/messaging';
-import { cleanBehaviour, CouncilClient, CouncilRequestError, ed25519Signer, scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk';
+import {
+  cleanBehaviour,
+  CouncilClient,
+  CouncilRequestError,
+  ed25519Signer,
+  scriptedGoalContract,
+  scriptedPanel,
+  ScriptedMember,
+} from '@conclave/sdk';
 import { ulid } from 'ulid';
 import { SecureConclaveHarness } from '../support/conclave-harness';
 import { CouncilDecisionCollector } from '../support/council-harness';
@@ -20,14 +28,22 @@ describe('Council security: signed commands and run rights over NATS', () => {
   const goal = scriptedGoalContract({ decision_owner: 'alice' });
   const as = (id: string, key = id) => new CouncilClient(h.nc, prefix, { signer: ed25519Signer(id, h.keys.get(key)!.privateKeyPem) });
   const refused = async (p: Promise<unknown>, code: string, field?: string) => {
-    const err = await p.then(() => undefined, (e: unknown) => e);
+    const err = await p.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(CouncilRequestError);
     expect(err).toMatchObject(field ? { code, field } : { code });
   };
 
   beforeAll(async () => {
     await h.start('intake', 'council');
-    await h.seed([{ participant_id: 'alice' }, { participant_id: 'mallory' }, { participant_id: 'cs-chair' }, { participant_id: 'auditor' }]);
+    await h.seed([
+      { participant_id: 'alice' },
+      { participant_id: 'mallory' },
+      { participant_id: 'cs-chair' },
+      { participant_id: 'auditor' },
+    ]);
     decisions = await CouncilDecisionCollector.open(h, acpStreamNames(h.run).councilDecisions);
   });
   afterAll(async () => {
@@ -42,7 +58,10 @@ describe('Council security: signed commands and run rights over NATS', () => {
   async function midRun(): Promise<{ runId: string; release: () => void }> {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    for (const id of [...proposers, 'cs-chair']) members.push(new ScriptedMember(h.nc, id, cleanBehaviour({ hold: (t) => (t.stage === 'review' ? gate : undefined) }), prefix).start());
+    for (const id of [...proposers, 'cs-chair'])
+      members.push(
+        new ScriptedMember(h.nc, id, cleanBehaviour({ hold: (t) => (t.stage === 'review' ? gate : undefined) }), prefix).start(),
+      );
     const runId = await as('alice').start({ goal_contract: goal, panel, policy: { stage_timeout_ms: 20_000, observers: ['auditor'] } });
     return { runId, release };
   }
@@ -55,15 +74,20 @@ describe('Council security: signed commands and run rights over NATS', () => {
     await refused(anonymous.recordOutcome({ run_id: 'any_run', actor: 'alice', outcome: {} }), 'UNAUTHENTICATED');
   });
 
-  it('forged: a signature that does not verify, or alice\'s id signed with mallory\'s key, is UNAUTHENTICATED', async () => {
+  it("forged: a signature that does not verify, or alice's id signed with mallory's key, is UNAUTHENTICATED", async () => {
     const forger = new CouncilClient(h.nc, prefix, {
-      signer: () => ({ [AUTH_HEADERS.participant]: 'alice', [AUTH_HEADERS.timestamp]: new Date().toISOString(), [AUTH_HEADERS.nonce]: ulid(), [AUTH_HEADERS.signature]: Buffer.alloc(64, 7).toString('base64') }),
+      signer: () => ({
+        [AUTH_HEADERS.participant]: 'alice',
+        [AUTH_HEADERS.timestamp]: new Date().toISOString(),
+        [AUTH_HEADERS.nonce]: ulid(),
+        [AUTH_HEADERS.signature]: Buffer.alloc(64, 7).toString('base64'),
+      }),
     });
     await refused(forger.start({ goal_contract: goal, panel }), 'UNAUTHENTICATED');
     await refused(as('alice', 'mallory').start({ goal_contract: goal, panel }), 'UNAUTHENTICATED');
   });
 
-  it('as another participant: mallory starting alice\'s council, or declaring actor alice, is refused', async () => {
+  it("as another participant: mallory starting alice's council, or declaring actor alice, is refused", async () => {
     await refused(as('mallory').start({ goal_contract: goal, panel }), 'NOT_AUTHORIZED_ROLE', 'goal_contract.decision_owner');
     await refused(as('mallory').start({ goal_contract: goal, panel, actor: 'alice' }), 'FORBIDDEN', 'actor');
   });
@@ -72,8 +96,19 @@ describe('Council security: signed commands and run rights over NATS', () => {
     const { runId, release } = await midRun();
     await refused(as('mallory').interrupt({ run_id: runId, reason: 'stop', actor: 'mallory' }), 'NOT_AUTHORIZED_ROLE', 'actor');
     await refused(as('mallory').interrupt({ run_id: runId, reason: 'stop', actor: 'alice' }), 'FORBIDDEN', 'actor');
-    await refused(as('mallory').reviseGoalContract({ run_id: runId, goal_contract: { ...goal, goal_contract_id: 'gc-evil' }, actor: 'mallory' }), 'NOT_AUTHORIZED_ROLE');
-    await refused(as('mallory').recordOutcome({ run_id: runId, actor: 'mallory', outcome: { outcome_id: 'o-x', observed_at: new Date().toISOString(), summary: 'fake', source: 'mallory' } }), 'NOT_AUTHORIZED_ROLE', 'actor');
+    await refused(
+      as('mallory').reviseGoalContract({ run_id: runId, goal_contract: { ...goal, goal_contract_id: 'gc-evil' }, actor: 'mallory' }),
+      'NOT_AUTHORIZED_ROLE',
+    );
+    await refused(
+      as('mallory').recordOutcome({
+        run_id: runId,
+        actor: 'mallory',
+        outcome: { outcome_id: 'o-x', observed_at: new Date().toISOString(), summary: 'fake', source: 'mallory' },
+      }),
+      'NOT_AUTHORIZED_ROLE',
+      'actor',
+    );
     await refused(as('mallory').get(runId), 'NOT_AUTHORIZED_ROLE');
     await refused(as('cs-chair').get(runId), 'NOT_AUTHORIZED_ROLE');
     expect((await as('alice').get(runId)).anonymization).toEqual({ restricted: true, withheld: true, mapping: [] });
@@ -83,7 +118,11 @@ describe('Council security: signed commands and run rights over NATS', () => {
     expect(d.terminal_state).toMatch(/^decided/);
     expect((await as('alice').get(runId)).anonymization.mapping).toHaveLength(3);
     expect((await as('cs-chair').get(runId)).anonymization.mapping).toEqual([]);
-    await as('alice').recordOutcome({ run_id: runId, actor: 'alice', outcome: { outcome_id: 'o-1', observed_at: new Date().toISOString(), summary: 'shipped', source: 'ops' } });
+    await as('alice').recordOutcome({
+      run_id: runId,
+      actor: 'alice',
+      outcome: { outcome_id: 'o-1', observed_at: new Date().toISOString(), summary: 'shipped', source: 'ops' },
+    });
     expect((await as('alice').get(runId)).outcomes).toEqual([expect.objectContaining({ outcome_id: 'o-1' })]);
   });
 });

@@ -70,10 +70,17 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
     const p = panelOf(tag());
     const silent = p.proposers[2];
     join([...p.proposers, p.chair], (id) => cleanBehaviour(id === silent ? { silent: (t) => t.stage === 'proposal' } : {}));
-    const runId = await c.client.start({ goal_contract: scriptedGoalContract(), panel: p.panel, policy: policy({ stage_timeout_ms: 400, stage_timeouts_ms: { synthesis: 3_000 } }) });
+    const runId = await c.client.start({
+      goal_contract: scriptedGoalContract(),
+      panel: p.panel,
+      policy: policy({ stage_timeout_ms: 400, stage_timeouts_ms: { synthesis: 3_000 } }),
+    });
     const d = await c.decisions.waitFor(runId);
     expect(d.terminal_state).toMatch(/^decided/);
-    const record = d.decision_record as { member_failures: { member_id: string; reason: string; stage: string }[]; missing_perspectives: string[] };
+    const record = d.decision_record as {
+      member_failures: { member_id: string; reason: string; stage: string }[];
+      missing_perspectives: string[];
+    };
     expect(record.member_failures).toEqual([expect.objectContaining({ member_id: silent, reason: 'timeout', stage: 'proposal' })]);
     expect(record.missing_perspectives.join(' ')).toContain(silent);
     const run = await c.client.get(runId);
@@ -84,7 +91,11 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
   it('budget exhausted: new objections every round until max_rounds; the best checkpoint is returned', async () => {
     const p = panelOf(tag());
     join([...p.proposers, p.chair], () => relentlessBehaviour());
-    const runId = await c.client.start({ goal_contract: scriptedGoalContract({ budget: { max_rounds: 2, max_time: '2m' } }), panel: p.panel, policy: policy() });
+    const runId = await c.client.start({
+      goal_contract: scriptedGoalContract({ budget: { max_rounds: 2, max_time: '2m' } }),
+      panel: p.panel,
+      policy: policy(),
+    });
     const d = await c.decisions.waitFor(runId);
     expect(d.terminal_state).toBe('budget-exhausted-best-checkpoint');
     expect(d.best_checkpoint_id).toEqual(expect.any(String));
@@ -97,7 +108,11 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
   it('oscillation: revisions flip A→B→A; the run stops and keeps both positions with the discriminating evidence', async () => {
     const p = panelOf(tag());
     join([...p.proposers, p.chair], () => oscillatingBehaviour());
-    const runId = await c.client.start({ goal_contract: scriptedGoalContract({ budget: { max_rounds: 5, max_time: '2m' } }), panel: p.panel, policy: policy() });
+    const runId = await c.client.start({
+      goal_contract: scriptedGoalContract({ budget: { max_rounds: 5, max_time: '2m' } }),
+      panel: p.panel,
+      policy: policy(),
+    });
     const d = await c.decisions.waitFor(runId);
     const run = await c.client.get(runId);
     expect(run.rounds.at(-1)?.stop_reason).toBe('oscillation');
@@ -132,15 +147,24 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
   it('a frame challenge accepted by the owner revises the GoalContract and restarts the proposal stage', async () => {
     const p = panelOf(tag(), { frameObserver: true });
     const observerId = p.observer ?? 'missing-observer';
-    const members = join([...p.proposers, p.chair, observerId], (id) => (id === observerId ? frameChallengerBehaviour('gc-001') : cleanBehaviour()));
+    const members = join([...p.proposers, p.chair, observerId], (id) =>
+      id === observerId ? frameChallengerBehaviour('gc-001') : cleanBehaviour(),
+    );
     const runId = await c.client.start({
       goal_contract: scriptedGoalContract(),
       panel: p.panel,
       policy: policy({ stage_timeouts_ms: { 'frame-decision': 20_000 } }),
     });
     const observer = members[observerId];
-    await observer.until(() => observer.verdicts.some((v) => v.task.stage === 'frame-check' && v.verdict.ok), 10_000, 'the frame challenge to be recorded');
-    const revised = scriptedGoalContract({ goal_contract_id: 'gc-002', success_criteria: ['no billing downtime', 'auditable ledger', 'auditor sign-off'] });
+    await observer.until(
+      () => observer.verdicts.some((v) => v.task.stage === 'frame-check' && v.verdict.ok),
+      10_000,
+      'the frame challenge to be recorded',
+    );
+    const revised = scriptedGoalContract({
+      goal_contract_id: 'gc-002',
+      success_criteria: ['no billing downtime', 'auditable ledger', 'auditor sign-off'],
+    });
     await c.client.reviseGoalContract({ run_id: runId, goal_contract: revised, frame_check_id: 'fc-1', actor: 'human-owner' });
     const d = await c.decisions.waitFor(runId);
     expect(d.goal_contract_id).toBe('gc-002');
@@ -154,25 +178,51 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
   it('a human interrupt stops a waiting run at once (budget-exhausted-best-checkpoint, human-interrupt); a later outcome is recorded', async () => {
     const p = panelOf(tag());
     const members = join([...p.proposers, p.chair], () => cleanBehaviour({ silent: (t) => t.stage === 'review' }));
-    const runId = await c.client.start({ goal_contract: scriptedGoalContract(), panel: p.panel, policy: policy({ stage_timeout_ms: 30_000 }) });
+    const runId = await c.client.start({
+      goal_contract: scriptedGoalContract(),
+      panel: p.panel,
+      policy: policy({ stage_timeout_ms: 30_000 }),
+    });
     const all = Object.values(members);
-    await ScriptedMember.until(all, () => all.flatMap((m) => m.tasks).filter((t) => t.stage === 'review').length === 3, 10_000, 'the reviews to be sent');
+    await ScriptedMember.until(
+      all,
+      () => all.flatMap((m) => m.tasks).filter((t) => t.stage === 'review').length === 3,
+      10_000,
+      'the reviews to be sent',
+    );
     await c.client.interrupt({ run_id: runId, reason: 'owner stopped the run', actor: 'human-owner' });
     const d = await c.decisions.waitFor(runId);
-    expect(d).toMatchObject({ terminal_state: 'budget-exhausted-best-checkpoint', reason: 'human-interrupt', note: 'owner stopped the run', decision_record: null });
-    await c.client.recordOutcome({ run_id: runId, actor: 'human-owner', outcome: { outcome_id: 'o-1', observed_at: new Date().toISOString(), summary: 'migration postponed', source: 'ops review' } });
+    expect(d).toMatchObject({
+      terminal_state: 'budget-exhausted-best-checkpoint',
+      reason: 'human-interrupt',
+      note: 'owner stopped the run',
+      decision_record: null,
+    });
+    await c.client.recordOutcome({
+      run_id: runId,
+      actor: 'human-owner',
+      outcome: { outcome_id: 'o-1', observed_at: new Date().toISOString(), summary: 'migration postponed', source: 'ops review' },
+    });
     const run = await c.client.get(runId);
     expect(run.outcomes).toEqual([expect.objectContaining({ outcome_id: 'o-1', summary: 'migration postponed' })]);
-    await expect(c.client.interrupt({ run_id: runId, reason: 'again', actor: 'human-owner' })).rejects.toMatchObject({ code: 'INVALID_STATE' });
+    await expect(c.client.interrupt({ run_id: runId, reason: 'again', actor: 'human-owner' })).rejects.toMatchObject({
+      code: 'INVALID_STATE',
+    });
   });
 
   it('single-letter member ids (A, B, C, D): blind refs stay intact, every review is accepted, the run decides', async () => {
     const proposers = ['A', 'B', 'C'];
     const members = join([...proposers, 'D'], () => cleanBehaviour());
-    const runId = await c.client.start({ goal_contract: scriptedGoalContract(), panel: scriptedPanel({ proposers, chair: 'D' }), policy: policy() });
+    const runId = await c.client.start({
+      goal_contract: scriptedGoalContract(),
+      panel: scriptedPanel({ proposers, chair: 'D' }),
+      policy: policy(),
+    });
     const d = await c.decisions.waitFor(runId);
     expect(d.terminal_state).toMatch(/^decided/);
-    const reviews = Object.values(members).flatMap((m) => m.verdicts).filter((v) => v.task.stage === 'review');
+    const reviews = Object.values(members)
+      .flatMap((m) => m.verdicts)
+      .filter((v) => v.task.stage === 'review');
     expect(reviews.length).toBeGreaterThan(0);
     expect(reviews.every((v) => v.verdict.ok)).toBe(true);
     const run = await c.client.get(runId, 'human-owner');
@@ -182,19 +232,32 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
   it('a refused artifact never corrected: the RunRecord keeps the refusal and its spend, and the timeout names it', async () => {
     const p = panelOf(tag());
     const bad = p.proposers[2];
-    join([...p.proposers, p.chair], (id) => cleanBehaviour(id === bad ? { malformed: (t) => t.stage === 'proposal', usage: { cost: 2, tokens: 50 } } : {}));
-    const runId = await c.client.start({ goal_contract: scriptedGoalContract(), panel: p.panel, policy: policy({ stage_timeout_ms: 600, stage_timeouts_ms: { synthesis: 3_000 } }) });
+    join([...p.proposers, p.chair], (id) =>
+      cleanBehaviour(id === bad ? { malformed: (t) => t.stage === 'proposal', usage: { cost: 2, tokens: 50 } } : {}),
+    );
+    const runId = await c.client.start({
+      goal_contract: scriptedGoalContract(),
+      panel: p.panel,
+      policy: policy({ stage_timeout_ms: 600, stage_timeouts_ms: { synthesis: 3_000 } }),
+    });
     await c.decisions.waitFor(runId);
     const run = await c.client.get(runId, 'human-owner');
-    expect(run.refusals).toEqual([expect.objectContaining({ member_id: bad, stage: 'proposal', error: expect.objectContaining({ code: 'SCHEMA_VIOLATION' }) })]);
-    expect(run.failures).toEqual([expect.objectContaining({ member_id: bad, reason: 'timeout', detail: expect.stringMatching(/refused answer/) })]);
+    expect(run.refusals).toEqual([
+      expect.objectContaining({ member_id: bad, stage: 'proposal', error: expect.objectContaining({ code: 'SCHEMA_VIOLATION' }) }),
+    ]);
+    expect(run.failures).toEqual([
+      expect.objectContaining({ member_id: bad, reason: 'timeout', detail: expect.stringMatching(/refused answer/) }),
+    ]);
     expect(run.budgets.usage.cost).toBeGreaterThanOrEqual(2);
   });
 
   it('a refused command: a bad GoalContract gets {ok: false, error: {code, field}} and starts nothing', async () => {
     const p = panelOf(tag());
     const bad = { ...scriptedGoalContract(), budget: { max_rounds: 0, max_time: '1m' } };
-    await expect(c.client.start({ goal_contract: bad, panel: p.panel })).rejects.toMatchObject({ code: 'SCHEMA_VIOLATION', field: 'goal_contract.budget.max_rounds' });
+    await expect(c.client.start({ goal_contract: bad, panel: p.panel })).rejects.toMatchObject({
+      code: 'SCHEMA_VIOLATION',
+      field: 'goal_contract.budget.max_rounds',
+    });
     await expect(c.client.get('no_such_run')).rejects.toBeInstanceOf(CouncilRequestError);
   });
 });

@@ -32,7 +32,9 @@ describe('conclave CLI: escalations list|show, resolve, wait (exit codes a CI pi
     await h.client.endorse(p.proposal_id, { participant_id: 'agent-a', ...F });
     await h.client.challenge(p.proposal_id, { participant_id: 'agent-b', ...F });
     await decisions.waitFor(p.proposal_id);
-    await eventually(async () => ((await h.client.escalations()).some((e) => e.proposal_id === p.proposal_id && e.routed) ? true : undefined));
+    await eventually(async () =>
+      (await h.client.escalations()).some((e) => e.proposal_id === p.proposal_id && e.routed) ? true : undefined,
+    );
     return p.proposal_id;
   }
 
@@ -51,7 +53,13 @@ describe('conclave CLI: escalations list|show, resolve, wait (exit codes a CI pi
     expect(json.lines.map((l) => JSON.parse(l).proposal_id)).toContain(id);
 
     const out = capture();
-    const code = await resolveEscalation(h.client, id, { approve: true, note: 'Pricing change approved after review', as: 'human-pricing-lead' }, false, out.print);
+    const code = await resolveEscalation(
+      h.client,
+      id,
+      { approve: true, note: 'Pricing change approved after review', as: 'human-pricing-lead' },
+      false,
+      out.print,
+    );
     expect(code).toBe(OUTCOME_EXIT_CODES.approved);
     expect(out.lines).toEqual([`${id} APPROVED (trigger MANUAL by human-pricing-lead)`]);
     const [, d] = await decisions.waitFor(id, 2);
@@ -69,19 +77,38 @@ describe('conclave CLI: escalations list|show, resolve, wait (exit codes a CI pi
 
   it('given a rejection, then resolve exits 10; a second resolve is NOT_ESCALATED (the CLI exits 2 on it)', async () => {
     const id = await tie();
-    expect(await resolveEscalation(h.client, id, { reject: true, note: 'no', as: 'human-x' }, true, capture().print)).toBe(OUTCOME_EXIT_CODES.rejected);
-    await expect(resolveEscalation(h.client, id, { approve: true, note: 'yes', as: 'human-x' }, false, capture().print)).rejects.toMatchObject({ code: 'NOT_ESCALATED' });
-    await expect(resolveEscalation(h.client, id, { approve: true, reject: true, note: 'both' }, false, capture().print)).rejects.toBeInstanceOf(UsageError);
+    expect(await resolveEscalation(h.client, id, { reject: true, note: 'no', as: 'human-x' }, true, capture().print)).toBe(
+      OUTCOME_EXIT_CODES.rejected,
+    );
+    await expect(
+      resolveEscalation(h.client, id, { approve: true, note: 'yes', as: 'human-x' }, false, capture().print),
+    ).rejects.toMatchObject({ code: 'NOT_ESCALATED' });
+    await expect(
+      resolveEscalation(h.client, id, { approve: true, reject: true, note: 'both' }, false, capture().print),
+    ).rejects.toBeInstanceOf(UsageError);
     await expect(resolveEscalation(h.client, id, { approve: true }, false, capture().print)).rejects.toBeInstanceOf(UsageError);
   });
 
   it('wait exits by outcome: 0 approved by quorum, 11 escalated, 12 expired, and with --final it waits through the escalation for the human', async () => {
-    const approved = await h.client.propose({ domain: 'ci.release', author: 'agent-ci', payload: { build: 1 }, quorum: 1, created_at: now() });
+    const approved = await h.client.propose({
+      domain: 'ci.release',
+      author: 'agent-ci',
+      payload: { build: 1 },
+      quorum: 1,
+      created_at: now(),
+    });
     const waiting = waitForOutcome(h.client, approved.proposal_id, {}, false, capture().print);
     await h.client.endorse(approved.proposal_id, { participant_id: 'agent-qa', ...F });
     expect(await waiting).toBe(OUTCOME_EXIT_CODES.approved);
 
-    const expiring = await h.client.propose({ domain: 'ci.release', author: 'agent-ci', payload: { build: 2 }, quorum: 3, created_at: now(), expires_at: new Date(Date.now() + 500).toISOString() });
+    const expiring = await h.client.propose({
+      domain: 'ci.release',
+      author: 'agent-ci',
+      payload: { build: 2 },
+      quorum: 3,
+      created_at: now(),
+      expires_at: new Date(Date.now() + 500).toISOString(),
+    });
     expect(await waitForOutcome(h.client, expiring.proposal_id, {}, false, capture().print)).toBe(OUTCOME_EXIT_CODES.expired);
 
     const id = await tie('ci.release');

@@ -23,7 +23,14 @@ const ROUTES = [
 const now = () => new Date().toISOString();
 const F = { domain_authority: 0.9, confidence: 0.8, trust_score: 0.9 };
 
-type Notification = { notification?: string; proposal_id?: string; event_id?: string; occurred_at?: string; msgId?: string; [k: string]: unknown };
+type Notification = {
+  notification?: string;
+  proposal_id?: string;
+  event_id?: string;
+  occurred_at?: string;
+  msgId?: string;
+  [k: string]: unknown;
+};
 
 /**
  * The escalation desk end to end against real NATS: policy escalation with per-domain routing,
@@ -44,7 +51,11 @@ describe('escalation desk: policy escalation, ladder, M-of-N sign-off (intake + 
     decisions = new DecisionCollector(h.client);
     const stream = acpStreamNames(h.run).escalations;
     const jsm = await h.nc.jetstreamManager();
-    const ci = await jsm.consumers.add(stream, { ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.All, filter_subject: `${h.prefix}.v1.escalations.>` });
+    const ci = await jsm.consumers.add(stream, {
+      ack_policy: AckPolicy.None,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: `${h.prefix}.v1.escalations.>`,
+    });
     messages = await (await h.nc.jetstream().consumers.get(stream, ci.name)).consume();
     void (async () => {
       for await (const m of messages) notifications.push({ ...m.json<Notification>(), msgId: m.headers?.get('Nats-Msg-Id') });
@@ -57,26 +68,59 @@ describe('escalation desk: policy escalation, ladder, M-of-N sign-off (intake + 
 
   const notificationsFor = (id: string) => notifications.filter((n) => n.proposal_id === id && n.notification);
   const inboxEntry = (id: string, test: (e: { routed: boolean; status: string }) => boolean = (e) => e.routed) =>
-    eventually(async () => (await h.client.escalations({ status: 'all' })).find((e) => e.proposal_id === id && test(e)), 10_000, `inbox entry for ${id}`);
+    eventually(
+      async () => (await h.client.escalations({ status: 'all' })).find((e) => e.proposal_id === id && test(e)),
+      10_000,
+      `inbox entry for ${id}`,
+    );
 
   describe('policy-defined escalation (RFC 10.1 item 3), routed per domain', () => {
-    it('given a rule for production deploys, when one is proposed, then it is escalated before any vote, reason policy, assigned to the rule\'s team and the domain\'s human', async () => {
-      const p = await h.client.propose({ domain: 'ops.deploy', author: 'agent-ops', payload: { service: 'billing', env: 'production' }, quorum: 2, created_at: now() });
-      expect(p).toMatchObject({ status: 'escalated', responses: [], escalation: { reason: 'policy', policy_id: 'prod', assigned_to: 'team-sre' } });
+    it("given a rule for production deploys, when one is proposed, then it is escalated before any vote, reason policy, assigned to the rule's team and the domain's human", async () => {
+      const p = await h.client.propose({
+        domain: 'ops.deploy',
+        author: 'agent-ops',
+        payload: { service: 'billing', env: 'production' },
+        quorum: 2,
+        created_at: now(),
+      });
+      expect(p).toMatchObject({
+        status: 'escalated',
+        responses: [],
+        escalation: { reason: 'policy', policy_id: 'prod', assigned_to: 'team-sre' },
+      });
       const [d] = await decisions.waitFor(p.proposal_id);
       expect(d).toMatchObject({ outcome: 'escalated', trigger: 'manual', escalation: { reason: 'policy', requested_by: 'policy:prod' } });
-      expect(await inboxEntry(p.proposal_id)).toMatchObject({ escalation: { reason: 'policy' }, assignees: ['team-sre', 'human-oncall'], route_id: 'ops' });
-      await expect(h.client.endorse(p.proposal_id, { participant_id: 'agent-x', ...F })).rejects.toMatchObject({ code: 'PROPOSAL_NOT_PENDING' });
+      expect(await inboxEntry(p.proposal_id)).toMatchObject({
+        escalation: { reason: 'policy' },
+        assignees: ['team-sre', 'human-oncall'],
+        route_id: 'ops',
+      });
+      await expect(h.client.endorse(p.proposal_id, { participant_id: 'agent-x', ...F })).rejects.toMatchObject({
+        code: 'PROPOSAL_NOT_PENDING',
+      });
 
       await h.client.resolve(p.proposal_id, { outcome: 'approved', resolved_by: 'human-oncall', note: 'change window open' });
       const [, human] = await decisions.waitFor(p.proposal_id, 2);
-      expect(human).toMatchObject({ outcome: 'approved', trigger: 'manual', resolved_by: 'human-oncall', escalation: { reason: 'policy' } });
+      expect(human).toMatchObject({
+        outcome: 'approved',
+        trigger: 'manual',
+        resolved_by: 'human-oncall',
+        escalation: { reason: 'policy' },
+      });
     });
 
     it('given the same rule, when a staging deploy is proposed, then it stays pending for the agents', async () => {
-      const p = await h.client.propose({ domain: 'ops.deploy', author: 'agent-ops', payload: { service: 'billing', env: 'staging' }, quorum: 2, created_at: now() });
+      const p = await h.client.propose({
+        domain: 'ops.deploy',
+        author: 'agent-ops',
+        payload: { service: 'billing', env: 'staging' },
+        quorum: 2,
+        created_at: now(),
+      });
       expect(p.status).toBe('pending');
-      expect(await h.client.escalations({ status: 'all', domain: 'ops' })).not.toContainEqual(expect.objectContaining({ proposal_id: p.proposal_id }));
+      expect(await h.client.escalations({ status: 'all', domain: 'ops' })).not.toContainEqual(
+        expect.objectContaining({ proposal_id: p.proposal_id }),
+      );
     });
   });
 
@@ -104,8 +148,13 @@ describe('escalation desk: policy escalation, ladder, M-of-N sign-off (intake + 
       expect(gaps[0]).toBeGreaterThanOrEqual(STEP_MS);
       expect(gaps[1]).toBeGreaterThanOrEqual(2 * STEP_MS);
 
-      expect(await inboxEntry(p.proposal_id, (e) => e.status === 'resolved')).toMatchObject({ assignees: ['human-fallback'], resolution: { outcome: 'rejected' } });
-      await expect(h.client.resolve(p.proposal_id, { outcome: 'approved', resolved_by: 'human-fallback', note: 'late' })).rejects.toMatchObject({ code: 'NOT_ESCALATED' });
+      expect(await inboxEntry(p.proposal_id, (e) => e.status === 'resolved')).toMatchObject({
+        assignees: ['human-fallback'],
+        resolution: { outcome: 'rejected' },
+      });
+      await expect(
+        h.client.resolve(p.proposal_id, { outcome: 'approved', resolved_by: 'human-fallback', note: 'late' }),
+      ).rejects.toMatchObject({ code: 'NOT_ESCALATED' });
     });
 
     it('given a ladder, when a human resolves before the first step, then no step is taken', async () => {
@@ -133,10 +182,17 @@ describe('escalation desk: policy escalation, ladder, M-of-N sign-off (intake + 
       const id = await escalated('board.deals');
       const first = await h.client.resolve(id, { outcome: 'approved', resolved_by: 'alice', note: 'numbers check out' });
       expect(first.status).toBe('escalated');
-      expect(await inboxEntry(id, (e) => (e as unknown as { sign_offs: unknown[] }).sign_offs.length === 1)).toMatchObject({ sign_offs: [{ by: 'alice', outcome: 'approved' }] });
+      expect(await inboxEntry(id, (e) => (e as unknown as { sign_offs: unknown[] }).sign_offs.length === 1)).toMatchObject({
+        sign_offs: [{ by: 'alice', outcome: 'approved' }],
+      });
 
-      await expect(h.client.resolve(id, { outcome: 'approved', resolved_by: 'mallory', note: 'me too' })).rejects.toMatchObject({ code: 'FORBIDDEN', field: 'resolved_by' });
-      await expect(h.client.resolve(id, { outcome: 'rejected', resolved_by: 'alice', note: 'second thoughts' })).rejects.toMatchObject({ code: 'DUPLICATE_RESPONSE' });
+      await expect(h.client.resolve(id, { outcome: 'approved', resolved_by: 'mallory', note: 'me too' })).rejects.toMatchObject({
+        code: 'FORBIDDEN',
+        field: 'resolved_by',
+      });
+      await expect(h.client.resolve(id, { outcome: 'rejected', resolved_by: 'alice', note: 'second thoughts' })).rejects.toMatchObject({
+        code: 'DUPLICATE_RESPONSE',
+      });
       expect(decisions.for(id)).toHaveLength(1);
 
       const second = await h.client.resolve(id, { outcome: 'approved', resolved_by: 'bob', note: 'agreed' });
@@ -160,7 +216,9 @@ describe('escalation desk: policy escalation, ladder, M-of-N sign-off (intake + 
       expect(vetoed).toMatchObject({ status: 'resolved', resolution: { outcome: 'rejected', vetoed: true, resolved_by: 'carol' } });
       const [, d] = await decisions.waitFor(id, 2);
       expect(d).toMatchObject({ outcome: 'rejected', vetoed: true, note: 'regulatory risk' });
-      await expect(h.client.resolve(id, { outcome: 'approved', resolved_by: 'bob', note: 'too late' })).rejects.toMatchObject({ code: 'NOT_ESCALATED' });
+      await expect(h.client.resolve(id, { outcome: 'approved', resolved_by: 'bob', note: 'too late' })).rejects.toMatchObject({
+        code: 'NOT_ESCALATED',
+      });
     });
   });
 });

@@ -27,7 +27,13 @@ describe('escalation service over NATS (acp.v1.resolve, inbox queries, notificat
   afterAll(() => h.stop());
 
   async function tie(domain = 'strategy.pricing') {
-    const p = await h.client.propose({ domain, author: 'agent-pricing', payload: { action: 'raise_price', pct: 5 }, quorum: 2, created_at: now() });
+    const p = await h.client.propose({
+      domain,
+      author: 'agent-pricing',
+      payload: { action: 'raise_price', pct: 5 },
+      quorum: 2,
+      created_at: now(),
+    });
     await h.client.endorse(p.proposal_id, { participant_id: 'agent-a', ...tieVotes, reason: 'margin is thin' });
     await h.client.challenge(p.proposal_id, { participant_id: 'agent-b', ...tieVotes, reason: 'churn risk' });
     await decisions.waitFor(p.proposal_id, 1);
@@ -36,7 +42,11 @@ describe('escalation service over NATS (acp.v1.resolve, inbox queries, notificat
 
   /** The inbox entry once the desk has routed it. */
   const routed = (id: string) =>
-    eventually(async () => (await h.client.escalations({ status: 'all' })).find((e) => e.proposal_id === id && e.routed), 10_000, `${id} routed`);
+    eventually(
+      async () => (await h.client.escalations({ status: 'all' })).find((e) => e.proposal_id === id && e.routed),
+      10_000,
+      `${id} routed`,
+    );
 
   /** Events on the proposal's stream, read from the log itself. */
   const events = async (id: string) => (await h.instances[0].app.get<EventLog>(EVENT_LOG).read(proposalStream(id))).events.length;
@@ -44,10 +54,22 @@ describe('escalation service over NATS (acp.v1.resolve, inbox queries, notificat
   it('C.4 given a tie escalated by quorum, when the pricing lead resolves it over NATS, then APPROVED with trigger MANUAL, who and why', async () => {
     const id = await tie();
     const [escalated] = decisions.for(id);
-    expect(escalated).toMatchObject({ outcome: 'escalated', trigger: 'quorum', votes_for: 0.648, votes_against: 0.648, escalation: { reason: 'tie' } });
+    expect(escalated).toMatchObject({
+      outcome: 'escalated',
+      trigger: 'quorum',
+      votes_for: 0.648,
+      votes_against: 0.648,
+      escalation: { reason: 'tie' },
+    });
 
     const entry = await routed(id);
-    expect(entry).toMatchObject({ status: 'open', domain: 'strategy.pricing', assignees: ['human-pricing-lead'], route_id: 'pricing', escalation: { reason: 'tie' } });
+    expect(entry).toMatchObject({
+      status: 'open',
+      domain: 'strategy.pricing',
+      assignees: ['human-pricing-lead'],
+      route_id: 'pricing',
+      escalation: { reason: 'tie' },
+    });
     const view = await h.client.escalation(id);
     expect(view.proposal.responses.map((r) => [r.participant_id, r.weight, r.reason])).toEqual([
       ['agent-a', 0.648, 'margin is thin'],
@@ -55,11 +77,27 @@ describe('escalation service over NATS (acp.v1.resolve, inbox queries, notificat
     ]);
     expect(view.binding).toEqual({ escalation_id: escalated.event_id, payload_hash: expect.stringMatching(/^[0-9a-f]{64}$/) });
 
-    const proposal = await h.client.resolve(id, { outcome: 'approved', resolved_by: 'human-pricing-lead', note: 'Pricing change approved after review', ...view.binding });
-    expect(proposal).toMatchObject({ status: 'resolved', resolution: { outcome: 'approved', trigger: 'manual', resolved_by: 'human-pricing-lead' } });
+    const proposal = await h.client.resolve(id, {
+      outcome: 'approved',
+      resolved_by: 'human-pricing-lead',
+      note: 'Pricing change approved after review',
+      ...view.binding,
+    });
+    expect(proposal).toMatchObject({
+      status: 'resolved',
+      resolution: { outcome: 'approved', trigger: 'manual', resolved_by: 'human-pricing-lead' },
+    });
     const [, human] = await decisions.waitFor(id, 2);
-    expect(human).toMatchObject({ outcome: 'approved', trigger: 'manual', resolved_by: 'human-pricing-lead', note: 'Pricing change approved after review', escalation: { reason: 'tie' } });
-    expect(await eventually(async () => (await h.client.escalations({ status: 'resolved' })).find((e) => e.proposal_id === id))).toMatchObject({ status: 'resolved' });
+    expect(human).toMatchObject({
+      outcome: 'approved',
+      trigger: 'manual',
+      resolved_by: 'human-pricing-lead',
+      note: 'Pricing change approved after review',
+      escalation: { reason: 'tie' },
+    });
+    expect(
+      await eventually(async () => (await h.client.escalations({ status: 'resolved' })).find((e) => e.proposal_id === id)),
+    ).toMatchObject({ status: 'resolved' });
   });
 
   it('given a resolved escalation, when resolved a second time, then NOT_ESCALATED and nothing is appended or published', async () => {
@@ -68,14 +106,22 @@ describe('escalation service over NATS (acp.v1.resolve, inbox queries, notificat
     await h.client.resolve(id, { outcome: 'rejected', resolved_by: 'human-pricing-lead', note: 'no' });
     await decisions.waitFor(id, 2);
     const before = await events(id);
-    await expect(h.client.resolve(id, { outcome: 'approved', resolved_by: 'human-pricing-lead', note: 'changed my mind' })).rejects.toMatchObject({ code: 'NOT_ESCALATED' });
+    await expect(
+      h.client.resolve(id, { outcome: 'approved', resolved_by: 'human-pricing-lead', note: 'changed my mind' }),
+    ).rejects.toMatchObject({ code: 'NOT_ESCALATED' });
     expect(await events(id)).toBe(before);
     expect((await h.client.get(id)).resolution).toMatchObject({ outcome: 'rejected' });
     expect(decisions.for(id)).toHaveLength(2);
   });
 
   it('given a pending proposal, when someone resolves it, then NOT_ESCALATED and nothing changes', async () => {
-    const p = await h.client.propose({ domain: 'strategy.pricing', author: 'agent-pricing', payload: { x: 1 }, quorum: 3, created_at: now() });
+    const p = await h.client.propose({
+      domain: 'strategy.pricing',
+      author: 'agent-pricing',
+      payload: { x: 1 },
+      quorum: 3,
+      created_at: now(),
+    });
     const before = await events(p.proposal_id);
     const err = await h.client.resolve(p.proposal_id, { outcome: 'approved', resolved_by: 'human-x', note: 'n' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConclaveError);
@@ -89,8 +135,18 @@ describe('escalation service over NATS (acp.v1.resolve, inbox queries, notificat
     const { binding } = await h.client.escalation(id);
     await routed(id);
     const before = await events(id);
-    await expect(h.client.resolve(id, { outcome: 'approved', resolved_by: 'h', note: 'n', escalation_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV' })).rejects.toMatchObject({ code: 'NOT_ESCALATED', field: 'escalation_id' });
-    await expect(h.client.resolve(id, { outcome: 'approved', resolved_by: 'h', note: 'n', escalation_id: binding.escalation_id, payload_hash: '0'.repeat(64) })).rejects.toMatchObject({ code: 'CONFLICT', field: 'payload_hash' });
+    await expect(
+      h.client.resolve(id, { outcome: 'approved', resolved_by: 'h', note: 'n', escalation_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV' }),
+    ).rejects.toMatchObject({ code: 'NOT_ESCALATED', field: 'escalation_id' });
+    await expect(
+      h.client.resolve(id, {
+        outcome: 'approved',
+        resolved_by: 'h',
+        note: 'n',
+        escalation_id: binding.escalation_id,
+        payload_hash: '0'.repeat(64),
+      }),
+    ).rejects.toMatchObject({ code: 'CONFLICT', field: 'payload_hash' });
     expect(await events(id)).toBe(before);
     expect((await h.client.get(id)).status).toBe('escalated');
   });
@@ -100,7 +156,11 @@ describe('escalation service over NATS (acp.v1.resolve, inbox queries, notificat
     await routed(id);
     const stream = acpStreamNames(h.run).escalations;
     const jsm = await h.nc.jetstreamManager();
-    const ci = await jsm.consumers.add(stream, { ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.All, filter_subject: `${h.prefix}.v1.escalations.strategy.discounts` });
+    const ci = await jsm.consumers.add(stream, {
+      ack_policy: AckPolicy.None,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: `${h.prefix}.v1.escalations.strategy.discounts`,
+    });
     const consumer = await h.nc.jetstream().consumers.get(stream, ci.name);
     const seen: Array<{ body: Record<string, unknown>; msgId?: string }> = [];
     const messages = await consumer.consume();
@@ -109,7 +169,12 @@ describe('escalation service over NATS (acp.v1.resolve, inbox queries, notificat
       if (seen.some((s) => s.body['notification'] === 'assigned')) break;
     }
     const assigned = seen.find((s) => s.body['notification'] === 'assigned')!;
-    expect(assigned.body).toMatchObject({ proposal_id: id, domain: 'strategy.discounts', event_type: 'EscalationRouted', routing: { assignees: ['human-pricing-lead'] } });
+    expect(assigned.body).toMatchObject({
+      proposal_id: id,
+      domain: 'strategy.discounts',
+      event_type: 'EscalationRouted',
+      routing: { assignees: ['human-pricing-lead'] },
+    });
     expect(assigned.msgId).toBe(assigned.body['event_id']);
     // the escalation itself, published by the resolver's outbox with its decision event
     expect(seen.some((s) => (s.body['decision'] as { proposal_id?: string } | undefined)?.proposal_id === id)).toBe(true);

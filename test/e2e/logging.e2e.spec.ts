@@ -11,7 +11,11 @@ describe('logging: JSON lines with the ids of the command in hand', () => {
   const captured: string[] = [];
   const write = process.stdout.write.bind(process.stdout);
   const SECRET = 'payload-secret-7f3a';
-  const lines = () => captured.join('').split('\n').filter((l) => l.startsWith('{'));
+  const lines = () =>
+    captured
+      .join('')
+      .split('\n')
+      .filter((l) => l.startsWith('{'));
   const records = () => lines().map((l) => JSON.parse(l) as Record<string, unknown>);
 
   beforeAll(async () => {
@@ -41,15 +45,39 @@ describe('logging: JSON lines with the ids of the command in hand', () => {
   });
 
   it("a command's lines carry its subject, proposal_id, command_id and the trace id of its traceparent; never its payload", async () => {
-    const p = await h.client.propose({ domain: 'ops.deploy', author: 'agent-ops', payload: { note: SECRET }, quorum: 3, created_at: new Date().toISOString() });
+    const p = await h.client.propose({
+      domain: 'ops.deploy',
+      author: 'agent-ops',
+      payload: { note: SECRET },
+      quorum: 3,
+      created_at: new Date().toISOString(),
+    });
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const hdrs = natsHeaders();
     hdrs.set('traceparent', `00-${traceId}-00f067aa0ba902b7-01`);
-    const body = { schema_version: '1.0', proposal_id: p.proposal_id, response_type: 'endorse', reason: null, participant_id: 'agent-a', confidence: 0.8, domain_authority: 0.9, trust_score: 0.9 };
-    const reply = JSON.parse(new TextDecoder().decode((await h.nc.request(`${h.prefix}.v1.respond`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 5_000, headers: hdrs })).data));
+    const body = {
+      schema_version: '1.0',
+      proposal_id: p.proposal_id,
+      response_type: 'endorse',
+      reason: null,
+      participant_id: 'agent-a',
+      confidence: 0.8,
+      domain_authority: 0.9,
+      trust_score: 0.9,
+    };
+    const reply = JSON.parse(
+      new TextDecoder().decode(
+        (await h.nc.request(`${h.prefix}.v1.respond`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 5_000, headers: hdrs }))
+          .data,
+      ),
+    );
     expect(reply).toMatchObject({ ok: true });
 
-    const respond = await eventually(async () => records().find((r) => r['context'] === 'Command' && String(r['msg']).startsWith('v1.respond')), 5_000, 'the respond line');
+    const respond = await eventually(
+      async () => records().find((r) => r['context'] === 'Command' && String(r['msg']).startsWith('v1.respond')),
+      5_000,
+      'the respond line',
+    );
     expect(respond).toMatchObject({ subject: 'v1.respond', proposal_id: p.proposal_id, trace_id: traceId, level: 20 });
     expect(respond['command_id']).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/);
     expect(String(respond['msg'])).toMatch(/^v1\.respond ok in \d+\.\d ms$/);
@@ -58,7 +86,11 @@ describe('logging: JSON lines with the ids of the command in hand', () => {
     expect(propose?.['command_id']).not.toBe(respond['command_id']);
 
     await expect(h.client.get('01ARZ3NDEKTSV4RRFFQ69G5FAV')).rejects.toMatchObject({ code: 'PROPOSAL_NOT_FOUND' });
-    const refused = await eventually(async () => records().find((r) => String(r['msg']).startsWith('v1.get PROPOSAL_NOT_FOUND')), 5_000, 'the refused get');
+    const refused = await eventually(
+      async () => records().find((r) => String(r['msg']).startsWith('v1.get PROPOSAL_NOT_FOUND')),
+      5_000,
+      'the refused get',
+    );
     expect(refused).toMatchObject({ proposal_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV', subject: 'v1.get' });
 
     expect(captured.join('')).not.toContain(SECRET);
@@ -71,15 +103,34 @@ describe('logging: JSON lines with the ids of the command in hand', () => {
     await fetch(`${url}/metrics`);
     await fetch(`${url}/readyz`);
     await fetch(`${url}/no-such-route?token=hunter2`, { headers: { authorization: 'Bearer hunter2' } });
-    const line = await eventually(async () => records().slice(before).find((r) => (r['req'] as { path?: string } | undefined)?.path === '/no-such-route'), 5_000, 'the request line');
+    const line = await eventually(
+      async () =>
+        records()
+          .slice(before)
+          .find((r) => (r['req'] as { path?: string } | undefined)?.path === '/no-such-route'),
+      5_000,
+      'the request line',
+    );
     expect(line).toMatchObject({ req: { method: 'GET', path: '/no-such-route' }, res: { status: 404 } });
     const after = records().slice(before);
-    expect(after.some((r) => ['/healthz', '/metrics', '/readyz'].includes((r['req'] as { path?: string } | undefined)?.path ?? ''))).toBe(false);
+    expect(after.some((r) => ['/healthz', '/metrics', '/readyz'].includes((r['req'] as { path?: string } | undefined)?.path ?? ''))).toBe(
+      false,
+    );
     expect(JSON.stringify(after)).not.toContain('hunter2');
   });
 
   it('the text format (npm run up) prints one readable line per record', () => {
-    const line = formatLine(JSON.stringify({ level: 30, time: '2026-01-02T03:04:05.678Z', service: 'intake', context: 'Command', msg: 'v1.respond ok in 1.2 ms', proposal_id: 'P1', command_id: 'C1' }));
+    const line = formatLine(
+      JSON.stringify({
+        level: 30,
+        time: '2026-01-02T03:04:05.678Z',
+        service: 'intake',
+        context: 'Command',
+        msg: 'v1.respond ok in 1.2 ms',
+        proposal_id: 'P1',
+        command_id: 'C1',
+      }),
+    );
     expect(line).toBe('03:04:05.678 INFO  intake [Command] v1.respond ok in 1.2 ms proposal_id=P1 command_id=C1');
     expect(formatLine('not json')).toBe('not json');
   });

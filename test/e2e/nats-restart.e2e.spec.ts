@@ -85,23 +85,41 @@ describe('NATS server restart under load: services reconnect and resume, nothing
       const terminal = new Set(r.events.filter((e) => TERMINAL.has(e.event.type)).map((e) => e.id));
       const sources = r.events.length + (r.audit?.rejections.length ?? 0);
       // The chain as read in this same pass, not only the head asked for after it.
-      return accepted.every((id) => terminal.has(id)) && r.decisions.length === terminal.size && h === sources && r.audit?.entries.length === sources;
+      return (
+        accepted.every((id) => terminal.has(id)) &&
+        r.decisions.length === terminal.size &&
+        h === sources &&
+        r.audit?.entries.length === sources
+      );
     };
-    await eventually(async () => {
-      run = await readRun(conn, names, { audit: true });
-      head = await auditHead().catch(() => -1);
-      return settled(run, head) ? true : undefined;
-    }, 30_000, 'every accepted proposal decided and every event audited').catch(() => undefined);
+    await eventually(
+      async () => {
+        run = await readRun(conn, names, { audit: true });
+        head = await auditHead().catch(() => -1);
+        return settled(run, head) ? true : undefined;
+      },
+      30_000,
+      'every accepted proposal decided and every event audited',
+    ).catch(() => undefined);
 
     // A deadline that fell in the outage is met once the server is back: the outage, the server's
     // restart, the clients' reconnect wait (2 s) and the timer queue's longest backoff (2 s).
     const report = checkInvariants(run, { attempts: agent.attempts, expirySlackMs: OUTAGE_MS + 6_000 });
     const terminal = new Set(run.events.filter((e) => TERMINAL.has(e.event.type)).map((e) => e.id));
     const undecided = accepted.filter((id) => !terminal.has(id));
-    const alive = await Promise.all(svc.processes.map(async (p) => `${p.name}:${p.child.exitCode === null && (await svc.ready(p)) ? 'ready' : 'down'}`));
+    const alive = await Promise.all(
+      svc.processes.map(async (p) => `${p.name}:${p.child.exitCode === null && (await svc.ready(p)) ? 'ready' : 'down'}`),
+    );
     const expectedChain = run.events.length + (run.audit?.rejections.length ?? 0);
     if (!report.ok || undecided.length > 0 || head !== expectedChain) {
-      const errors = svc.processes.flatMap((p) => svc.logOf(p).split('\n').filter((l) => /ERROR|WARN.*fail|stopped/i.test(l) && !/AUTHENTICATION IS OFF/.test(l)).slice(0, 5).map((l) => `${p.name}: ${l}`));
+      const errors = svc.processes.flatMap((p) =>
+        svc
+          .logOf(p)
+          .split('\n')
+          .filter((l) => /ERROR|WARN.*fail|stopped/i.test(l) && !/AUTHENTICATION IS OFF/.test(l))
+          .slice(0, 5)
+          .map((l) => `${p.name}: ${l}`),
+      );
       console.warn(
         `NATS restart: ${accepted.length} of ${PROPOSALS} accepted, ${undecided.length} of them undecided (first: ${undecided.slice(0, 5).join(', ')}); ` +
           `audit head ${head}, log events ${run.events.length} + rejections ${run.audit?.rejections.length ?? 0} = ${expectedChain}; ${alive.join(' ')}\n` +

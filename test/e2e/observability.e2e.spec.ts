@@ -57,32 +57,63 @@ describe('observability: /metrics of the running services after traffic', () => 
     await h.start(...services);
     const decisions = new DecisionCollector(h.client);
     const now = () => new Date().toISOString();
-    const quorum = await h.client.propose({ domain: 'risk.credit', author: 'agent-risk', payload: { action: 'approve_loan' }, quorum: 2, created_at: now() });
+    const quorum = await h.client.propose({
+      domain: 'risk.credit',
+      author: 'agent-risk',
+      payload: { action: 'approve_loan' },
+      quorum: 2,
+      created_at: now(),
+    });
     await h.client.endorse(quorum.proposal_id, { participant_id: 'agent-a', domain_authority: 0.9, confidence: 0.85, trust_score: 0.9 });
     await h.client.endorse(quorum.proposal_id, { participant_id: 'agent-b', domain_authority: 0.8, confidence: 0.7, trust_score: 0.85 });
     const timeout = await h.client.propose({
-      domain: 'finance.budget', author: 'agent-fin', payload: { action: 'raise_budget' }, quorum: 3,
-      created_at: now(), expires_at: new Date(Date.now() + 800).toISOString(),
+      domain: 'finance.budget',
+      author: 'agent-fin',
+      payload: { action: 'raise_budget' },
+      quorum: 3,
+      created_at: now(),
+      expires_at: new Date(Date.now() + 800).toISOString(),
     });
     await h.client.endorse(timeout.proposal_id, { participant_id: 'agent-a', domain_authority: 0.8, confidence: 0.75, trust_score: 0.9 });
-    const tie = await h.client.propose({ domain: 'strategy.pricing', author: 'agent-pricing', payload: { action: 'raise_price' }, quorum: 2, created_at: now() });
+    const tie = await h.client.propose({
+      domain: 'strategy.pricing',
+      author: 'agent-pricing',
+      payload: { action: 'raise_price' },
+      quorum: 2,
+      created_at: now(),
+    });
     await h.client.endorse(tie.proposal_id, { participant_id: 'agent-a', domain_authority: 0.9, confidence: 0.8, trust_score: 0.9 });
     await h.client.challenge(tie.proposal_id, { participant_id: 'agent-b', domain_authority: 0.9, confidence: 0.8, trust_score: 0.9 });
-    const open = await h.client.propose({ domain: 'ops.deploy', author: 'agent-ops', payload: { action: 'deploy' }, quorum: 5, created_at: now() });
+    const open = await h.client.propose({
+      domain: 'ops.deploy',
+      author: 'agent-ops',
+      payload: { action: 'deploy' },
+      quorum: 5,
+      created_at: now(),
+    });
     ids.push(quorum.proposal_id, timeout.proposal_id, tie.proposal_id, open.proposal_id);
     for (const id of ids.slice(0, 3)) await decisions.waitFor(id);
     // A refused command (an unknown proposal) and a malformed one.
     await expect(h.client.get('01ARZ3NDEKTSV4RRFFQ69G5FAV')).rejects.toMatchObject({ code: 'PROPOSAL_NOT_FOUND' });
     await h.nc.request(`${h.prefix}.v1.get`, new TextEncoder().encode('{not json'), { timeout: 5_000 });
     // Settled: the escalation routed, every reactor at the head of its categories.
-    await eventually(async () => {
-      for (const name of services) scraped.set(name, await scrape(name));
-      const settled =
-        value('escalation', 'conclave_escalation_ladder_steps_total', { step: 'routed' }) >= 1 &&
-        services.every((name) => scraped.get(name)!.samples.filter((s) => s.name === 'conclave_reactor_lag_events').every((s) => s.value === 0)) &&
-        value('audit', 'conclave_audit_chain_entries') >= 13;
-      return settled ? true : undefined;
-    }, 20_000, 'the services to settle');
+    await eventually(
+      async () => {
+        for (const name of services) scraped.set(name, await scrape(name));
+        const settled =
+          value('escalation', 'conclave_escalation_ladder_steps_total', { step: 'routed' }) >= 1 &&
+          services.every((name) =>
+            scraped
+              .get(name)!
+              .samples.filter((s) => s.name === 'conclave_reactor_lag_events')
+              .every((s) => s.value === 0),
+          ) &&
+          value('audit', 'conclave_audit_chain_entries') >= 13;
+        return settled ? true : undefined;
+      },
+      20_000,
+      'the services to settle',
+    );
   });
   afterAll(() => h.stop());
 
@@ -127,7 +158,11 @@ describe('observability: /metrics of the running services after traffic', () => 
     // Four proposals, three decisions, one escalation notice.
     expect(value('resolver', 'conclave_outbox_published_messages_total', { outbox: 'resolver-outbox' })).toBe(8);
     expect(value('resolver', 'conclave_outbox_publish_duration_seconds_count', { outbox: 'resolver-outbox' })).toBe(8);
-    expect(scraped.get('resolver')!.samples.some((s) => s.name === 'conclave_outbox_pending_messages' && s.labels['outbox'] === 'resolver-outbox')).toBe(true);
+    expect(
+      scraped
+        .get('resolver')!
+        .samples.some((s) => s.name === 'conclave_outbox_pending_messages' && s.labels['outbox'] === 'resolver-outbox'),
+    ).toBe(true);
     // Intake decides responses on cached proposals.
     expect(value('intake', 'conclave_proposal_cache_entries')).toBeGreaterThan(0);
     expect(value('intake', 'conclave_proposal_cache_lookups_total', { result: 'hit' })).toBeGreaterThan(0);
@@ -135,8 +170,12 @@ describe('observability: /metrics of the running services after traffic', () => 
 
   it('timer queues, open escalations, escalation steps and the audit chain are gauged', () => {
     // The open proposal has no deadline; the sweeper's queue is empty once the timeout fired.
-    expect(scraped.get('sweeper')!.samples.find((s) => s.name === 'conclave_timer_queue_items' && s.labels['queue'] === 'sweeper')?.value).toBe(0);
-    expect(scraped.get('resolver')!.samples.some((s) => s.name === 'conclave_timer_queue_due_items' && s.labels['queue'] === 'resolver')).toBe(true);
+    expect(
+      scraped.get('sweeper')!.samples.find((s) => s.name === 'conclave_timer_queue_items' && s.labels['queue'] === 'sweeper')?.value,
+    ).toBe(0);
+    expect(
+      scraped.get('resolver')!.samples.some((s) => s.name === 'conclave_timer_queue_due_items' && s.labels['queue'] === 'resolver'),
+    ).toBe(true);
     expect(value('escalation', 'conclave_escalation_open_escalations')).toBe(1);
     expect(value('escalation', 'conclave_escalation_ladder_steps_total', { step: 'routed' })).toBe(1);
     // 4 submissions, 5 responses, 3 decisions, 1 routing, and the refused get.
@@ -182,7 +221,9 @@ describe('observability: /metrics of the running services after traffic', () => 
       known.add(def.name);
       if (def.type === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) known.add(def.name + suffix);
     }
-    const dashboard = JSON.parse(readFileSync(join(dir, 'grafana-dashboard.json'), 'utf8')) as { panels: { title: string; targets: { expr: string }[] }[] };
+    const dashboard = JSON.parse(readFileSync(join(dir, 'grafana-dashboard.json'), 'utf8')) as {
+      panels: { title: string; targets: { expr: string }[] }[];
+    };
     const exprs = dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr));
     expect(exprs.length).toBeGreaterThan(10);
     const rules = readFileSync(join(dir, 'alerts.yml'), 'utf8');
@@ -193,22 +234,44 @@ describe('observability: /metrics of the running services after traffic', () => 
     expect(alerts.length).toBeGreaterThanOrEqual(8);
     for (const alert of alerts) {
       const anchor = /runbook: docs\/operations\.md#(\w+)/.exec(rules.slice(rules.indexOf(`- alert: ${alert}`)))?.[1];
-      expect([alert, doc.split('\n').some((l) => l.startsWith('### ') && l.slice(4).toLowerCase().split(' ').includes(anchor ?? '-'))]).toEqual([alert, true]);
+      expect([
+        alert,
+        doc.split('\n').some(
+          (l) =>
+            l.startsWith('### ') &&
+            l
+              .slice(4)
+              .toLowerCase()
+              .split(' ')
+              .includes(anchor ?? '-'),
+        ),
+      ]).toEqual([alert, true]);
     }
   });
 
   (promtool ? it : it.skip)('promtool check rules and test rules accept the alert rules', () => {
     const dir = join(__dirname, '../../deploy/observability');
-    for (const args of [['check', 'rules', 'alerts.yml'], ['test', 'rules', 'alerts.test.yml']]) {
+    for (const args of [
+      ['check', 'rules', 'alerts.yml'],
+      ['test', 'rules', 'alerts.test.yml'],
+    ]) {
       const run = spawnSync('promtool', args, { cwd: dir, encoding: 'utf8' });
-      expect({ args, status: run.status, problems: run.status === 0 ? '' : `${run.stdout}${run.stderr}` }).toEqual({ args, status: 0, problems: '' });
+      expect({ args, status: run.status, problems: run.status === 0 ? '' : `${run.stdout}${run.stderr}` }).toEqual({
+        args,
+        status: 0,
+        problems: '',
+      });
     }
   });
 
   (promtool ? it : it.skip)('promtool check metrics accepts every exposition', () => {
     for (const name of services) {
       const run = spawnSync('promtool', ['check', 'metrics'], { input: scraped.get(name)!.text, encoding: 'utf8' });
-      expect({ service: name, status: run.status, problems: `${run.stdout}${run.stderr}`.trim() }).toEqual({ service: name, status: 0, problems: '' });
+      expect({ service: name, status: run.status, problems: `${run.stdout}${run.stderr}`.trim() }).toEqual({
+        service: name,
+        status: 0,
+        problems: '',
+      });
     }
   });
 });

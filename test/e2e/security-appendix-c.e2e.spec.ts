@@ -42,7 +42,13 @@ describe('Appendix C with authentication required (signed SDK clients, registry-
 
   it('C.1 2-of-3 endorsement: APPROVED by QUORUM, votes_for 1.1645', async () => {
     const author = await h.clientFor('agent-risk-001');
-    const p = await author.propose({ domain: 'risk.credit', author: 'agent-risk-001', payload: { action: 'approve_loan' }, quorum: 2, created_at: now() });
+    const p = await author.propose({
+      domain: 'risk.credit',
+      author: 'agent-risk-001',
+      payload: { action: 'approve_loan' },
+      quorum: 2,
+      created_at: now(),
+    });
     expect(p.payload_hash).toMatch(/^[0-9a-f]{64}$/);
     await (await h.clientFor('agent-a')).endorse(p.proposal_id, { participant_id: 'agent-a', confidence: 0.85 });
     await (await h.clientFor('agent-b')).endorse(p.proposal_id, { participant_id: 'agent-b', confidence: 0.7 });
@@ -56,7 +62,9 @@ describe('Appendix C with authentication required (signed SDK clients, registry-
   });
 
   it('C.2 weighted domain experts: REJECTED by QUORUM despite 1-1 (junior stamped from its grant on the parent domain ops)', async () => {
-    const p = await (await h.clientFor('agent-ops')).propose({ domain: 'ops.deploy', author: 'agent-ops', payload: { action: 'deploy' }, quorum: 2, created_at: now() });
+    const p = await (
+      await h.clientFor('agent-ops')
+    ).propose({ domain: 'ops.deploy', author: 'agent-ops', payload: { action: 'deploy' }, quorum: 2, created_at: now() });
     await (await h.clientFor('senior')).challenge(p.proposal_id, { participant_id: 'senior', confidence: 0.9 });
     await (await h.clientFor('junior')).endorse(p.proposal_id, { participant_id: 'junior', confidence: 0.6 });
     const [d] = await decisions.waitFor(p.proposal_id);
@@ -64,9 +72,15 @@ describe('Appendix C with authentication required (signed SDK clients, registry-
   });
 
   it('C.3 timeout with partial responses: APPROVED by TIMEOUT', async () => {
-    const p = await (await h.clientFor('agent-fin')).propose({
-      domain: 'finance.budget', author: 'agent-fin', payload: { action: 'raise_budget' }, quorum: 3,
-      created_at: now(), expires_at: new Date(Date.now() + 1500).toISOString(),
+    const p = await (
+      await h.clientFor('agent-fin')
+    ).propose({
+      domain: 'finance.budget',
+      author: 'agent-fin',
+      payload: { action: 'raise_budget' },
+      quorum: 3,
+      created_at: now(),
+      expires_at: new Date(Date.now() + 1500).toISOString(),
     });
     await (await h.clientFor('agent-a')).endorse(p.proposal_id, { participant_id: 'agent-a', confidence: 0.75 });
     const [d] = await decisions.waitFor(p.proposal_id);
@@ -74,7 +88,9 @@ describe('Appendix C with authentication required (signed SDK clients, registry-
   });
 
   it('C.4 escalation from tie: ESCALATED by QUORUM', async () => {
-    const p = await (await h.clientFor('agent-pricing')).propose({ domain: 'strategy.pricing', author: 'agent-pricing', payload: { action: 'raise_price' }, quorum: 2, created_at: now() });
+    const p = await (
+      await h.clientFor('agent-pricing')
+    ).propose({ domain: 'strategy.pricing', author: 'agent-pricing', payload: { action: 'raise_price' }, quorum: 2, created_at: now() });
     await (await h.clientFor('agent-a')).endorse(p.proposal_id, { participant_id: 'agent-a', confidence: 0.8 });
     await (await h.clientFor('agent-b')).challenge(p.proposal_id, { participant_id: 'agent-b', confidence: 0.8 });
     const [d] = await decisions.waitFor(p.proposal_id);
@@ -82,6 +98,8 @@ describe('Appendix C with authentication required (signed SDK clients, registry-
   });
 
   it('an unsigned client is refused with UNAUTHENTICATED', async () => {
-    await expect(h.client.propose({ domain: 'risk.credit', author: 'agent-risk-001', payload: {}, quorum: 1, created_at: now() })).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    await expect(
+      h.client.propose({ domain: 'risk.credit', author: 'agent-risk-001', payload: {}, quorum: 1, created_at: now() }),
+    ).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
   });
 });

@@ -26,7 +26,12 @@ const GHOST_TOKEN = 'ghost-not-registered-token-0123456789abc';
  */
 describe('security attacks: reads, human tokens, audit attribution, oversized replies', () => {
   const h = new SecureConclaveHarness({
-    CONCLAVE_HUMAN_TOKENS: JSON.stringify({ [CAROL_TOKEN]: 'carol', [RISKPUB_TOKEN]: 'riskpub', [TEMP_TOKEN]: 'temp', [GHOST_TOKEN]: 'ghost' }),
+    CONCLAVE_HUMAN_TOKENS: JSON.stringify({
+      [CAROL_TOKEN]: 'carol',
+      [RISKPUB_TOKEN]: 'riskpub',
+      [TEMP_TOKEN]: 'temp',
+      [GHOST_TOKEN]: 'ghost',
+    }),
   });
   const now = () => new Date().toISOString();
   let base: string;
@@ -38,21 +43,53 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
     await h.seed([
       { participant_id: 'alice', clearance: 'restricted', grants: [{ domain: 'risk', domain_authority: 0.9, trust_score: 0.9 }] },
       { participant_id: 'mallory', clearance: 'public', grants: [{ domain: 'ops', domain_authority: 0.5, trust_score: 0.5 }] },
-      { participant_id: 'carol', roles: ['human-resolver'], grants: [{ domain: 'ops', domain_authority: 1, trust_score: 1, actions: ['resolve'] }] },
-      { participant_id: 'riskpub', roles: ['human-resolver'], clearance: 'public', grants: [{ domain: 'risk', domain_authority: 1, trust_score: 1, actions: ['resolve'] }] },
-      { participant_id: 'temp', roles: ['human-resolver'], grants: [{ domain: 'risk', domain_authority: 1, trust_score: 1, actions: ['resolve'] }] },
+      {
+        participant_id: 'carol',
+        roles: ['human-resolver'],
+        grants: [{ domain: 'ops', domain_authority: 1, trust_score: 1, actions: ['resolve'] }],
+      },
+      {
+        participant_id: 'riskpub',
+        roles: ['human-resolver'],
+        clearance: 'public',
+        grants: [{ domain: 'risk', domain_authority: 1, trust_score: 1, actions: ['resolve'] }],
+      },
+      {
+        participant_id: 'temp',
+        roles: ['human-resolver'],
+        grants: [{ domain: 'risk', domain_authority: 1, trust_score: 1, actions: ['resolve'] }],
+      },
     ]);
     const alice = await h.clientFor('alice');
-    secretId = (await alice.propose({ domain: 'risk.credit', author: 'alice', payload: { merger: 'acme' }, quorum: 5, created_at: now(), classification: 'restricted' })).proposal_id;
+    secretId = (
+      await alice.propose({
+        domain: 'risk.credit',
+        author: 'alice',
+        payload: { merger: 'acme' },
+        quorum: 5,
+        created_at: now(),
+        classification: 'restricted',
+      })
+    ).proposal_id;
     await alice.escalate(secretId, { reason: 'needs a human', requested_by: 'alice' });
-    plainRiskId = (await alice.propose({ domain: 'risk', author: 'alice', payload: { loan: 1 }, quorum: 5, created_at: now() })).proposal_id;
+    plainRiskId = (await alice.propose({ domain: 'risk', author: 'alice', payload: { loan: 1 }, quorum: 5, created_at: now() }))
+      .proposal_id;
     const escalation = h.instances.find((i) => i.name === 'escalation')!.app;
     base = (await escalation.getUrl()).replace('[::1]', '127.0.0.1');
-    await eventually(async () => ((await http('GET', `/escalations/${secretId}`, RISKPUB_TOKEN)).status === 200 ? true : undefined), 10_000, 'the escalation in the inbox');
+    await eventually(
+      async () => ((await http('GET', `/escalations/${secretId}`, RISKPUB_TOKEN)).status === 200 ? true : undefined),
+      10_000,
+      'the escalation in the inbox',
+    );
   });
   afterAll(() => h.stop());
 
-  async function http(method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }> {
+  async function http(
+    method: string,
+    path: string,
+    token?: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: any; headers: Headers }> {
     const res = await fetch(base + path, {
       method,
       headers: { 'Content-Type': 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) },
@@ -72,14 +109,22 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
     const all: AuditEntry[] = [];
     let after: number | null = 0;
     while (after !== null) {
-      const page: { entries: AuditEntry[]; next_after_seq: number | null } = await h.admin.call(AUDIT_PATTERNS.query, { ...filter, after_seq: after, limit: 1000 });
+      const page: { entries: AuditEntry[]; next_after_seq: number | null } = await h.admin.call(AUDIT_PATTERNS.query, {
+        ...filter,
+        after_seq: after,
+        limit: 1000,
+      });
       all.push(...page.entries);
       after = page.next_after_seq;
     }
     return all;
   }
 
-  const refusal = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e as ConclaveError);
+  const refusal = (p: Promise<unknown>) =>
+    p.then(
+      () => undefined,
+      (e: unknown) => e as ConclaveError,
+    );
 
   describe('1. classified payloads to anyone', () => {
     it('unauthenticated HTTP reads of escalations and the decision stream: 401 UNAUTHENTICATED, no payload', async () => {
@@ -91,7 +136,10 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
     });
 
     it('unauthenticated NATS escalation.get and escalation.list: UNAUTHENTICATED, no payload', async () => {
-      for (const [pattern, body] of [['v1.escalation.get', { proposal_id: secretId }], ['v1.escalation.list', { status: 'all' }]] as const) {
+      for (const [pattern, body] of [
+        ['v1.escalation.get', { proposal_id: secretId }],
+        ['v1.escalation.list', { status: 'all' }],
+      ] as const) {
         const reply = await unsigned(pattern, body);
         expect(reply).toMatchObject({ ok: false, error: { code: 'UNAUTHENTICATED' } });
         expect(JSON.stringify(reply)).not.toContain('acme');
@@ -103,7 +151,12 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
       expect(r.status).toBe(200);
       expect(r.body.proposal).toMatchObject({ proposal_id: secretId, payload: {}, payload_withheld: true, classification: 'restricted' });
       expect(JSON.stringify(r.body)).not.toContain('acme');
-      await eventually(async () => (await auditEntries({ actor: 'riskpub', action: 'rejected:escalation.get' })).find((e) => e.error?.field === 'classification'), 10_000, 'withheld audited');
+      await eventually(
+        async () =>
+          (await auditEntries({ actor: 'riskpub', action: 'rejected:escalation.get' })).find((e) => e.error?.field === 'classification'),
+        10_000,
+        'withheld audited',
+      );
     });
 
     it('a signed participant without a grant on the domain: escalation.get FORBIDDEN, escalation.list leaves it out', async () => {
@@ -156,13 +209,17 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
     it('a resolver of ops resolving a risk escalation with a valid token: 403 FORBIDDEN, audited as carol, authenticated', async () => {
       const r = await http('POST', `/escalations/${secretId}/resolve`, CAROL_TOKEN, { outcome: 'approved', note: 'not my domain' });
       expect(r).toMatchObject({ status: 403, body: { error: { code: 'FORBIDDEN', field: 'domain' } } });
-      const entry = await eventually(async () => (await auditEntries({ actor: 'carol', action: 'rejected:resolve' }))[0], 10_000, 'refused resolution audited');
+      const entry = await eventually(
+        async () => (await auditEntries({ actor: 'carol', action: 'rejected:resolve' }))[0],
+        10_000,
+        'refused resolution audited',
+      );
       expect(entry).toMatchObject({ outcome: 'rejected', proposal_id: secretId, authenticated: true, error: { code: 'FORBIDDEN' } });
       const still = await (await h.clientFor('alice')).escalation(secretId);
       expect(still.escalation.status).toBe('open');
     });
 
-    it('a deactivated participant\'s token stops working at once', async () => {
+    it("a deactivated participant's token stops working at once", async () => {
       expect((await http('GET', '/escalations', TEMP_TOKEN)).status).toBe(200);
       await h.admin.call(REGISTRY_PATTERNS.deactivate, { participant_id: 'temp', reason: 'left the company' });
       const r = await http('POST', `/escalations/${secretId}/resolve`, TEMP_TOKEN, { outcome: 'approved', note: 'on my way out' });
@@ -172,7 +229,11 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
     it('a refused audit query is itself audited', async () => {
       const mallory = await h.clientFor('mallory');
       expect(await refusal(mallory.call(AUDIT_PATTERNS.query, {}))).toMatchObject({ code: 'FORBIDDEN' });
-      await eventually(async () => (await auditEntries({ actor: 'mallory', action: 'rejected:audit.query' }))[0], 10_000, 'refused audit query audited');
+      await eventually(
+        async () => (await auditEntries({ actor: 'mallory', action: 'rejected:audit.query' }))[0],
+        10_000,
+        'refused audit query audited',
+      );
     });
   });
 
@@ -182,14 +243,22 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
       expect(await refusal(mallory.get(plainRiskId))).toMatchObject({ code: 'FORBIDDEN', field: 'domain' });
       const alice = await h.clientFor('alice');
       for (let i = 0; i < 5; i++) await alice.propose({ domain: 'risk', author: 'alice', payload: { n: i }, quorum: 5, created_at: now() });
-      await eventually(async () => ((await alice.list({ domain: 'risk', limit: 500 })).proposals.length >= 6 ? true : undefined), 10_000, 'the index');
+      await eventually(
+        async () => ((await alice.list({ domain: 'risk', limit: 500 })).proposals.length >= 6 ? true : undefined),
+        10_000,
+        'the index',
+      );
       const before = (await auditEntries({ actor: 'mallory', action: 'rejected:list' })).length;
       const page = await mallory.list({ limit: 500 });
       expect(page.proposals.filter((p) => p.domain.startsWith('risk'))).toEqual([]);
-      const after = await eventually(async () => {
-        const entries = await auditEntries({ actor: 'mallory', action: 'rejected:list' });
-        return entries.length > before ? entries : undefined;
-      }, 10_000, 'the list denial');
+      const after = await eventually(
+        async () => {
+          const entries = await auditEntries({ actor: 'mallory', action: 'rejected:list' });
+          return entries.length > before ? entries : undefined;
+        },
+        10_000,
+        'the list denial',
+      );
       await new Promise((r) => setTimeout(r, 500));
       expect((await auditEntries({ actor: 'mallory', action: 'rejected:list' })).length).toBe(before + 1);
       expect(after[after.length - 1].error?.message).toMatch(/left out: no grant on risk/);
@@ -203,7 +272,10 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
       const bob = await h.clientFor('bob');
       const p = await alice.propose({ domain: 'risk', author: 'alice', payload: { t: 1 }, quorum: 5, created_at: now() });
       const ahead = new Date(Date.now() + 3_600_000).toISOString();
-      expect(await refusal(bob.endorse(p.proposal_id, { participant_id: 'bob', confidence: 0.5, timestamp: ahead }))).toMatchObject({ code: 'SCHEMA_VIOLATION', field: 'timestamp' });
+      expect(await refusal(bob.endorse(p.proposal_id, { participant_id: 'bob', confidence: 0.5, timestamp: ahead }))).toMatchObject({
+        code: 'SCHEMA_VIOLATION',
+        field: 'timestamp',
+      });
       expect((await alice.get(p.proposal_id)).responses).toEqual([]);
       const present = now();
       const recorded = await bob.endorse(p.proposal_id, { participant_id: 'bob', confidence: 0.5, timestamp: present });
@@ -214,16 +286,37 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
   describe('8. audit attribution', () => {
     it('a forged request claiming alice is audited as claimed, not authenticated; a refused JWT request as authenticated', async () => {
       const forger = await ConclaveClient.connect({
-        nc: h.nc, prefix: h.prefix,
-        sign: () => ({ [AUTH_HEADERS.participant]: 'alice', [AUTH_HEADERS.timestamp]: now(), [AUTH_HEADERS.nonce]: ulid(), [AUTH_HEADERS.signature]: Buffer.alloc(64, 1).toString('base64') }),
+        nc: h.nc,
+        prefix: h.prefix,
+        sign: () => ({
+          [AUTH_HEADERS.participant]: 'alice',
+          [AUTH_HEADERS.timestamp]: now(),
+          [AUTH_HEADERS.nonce]: ulid(),
+          [AUTH_HEADERS.signature]: Buffer.alloc(64, 1).toString('base64'),
+        }),
       });
       await refusal(forger.get(plainRiskId));
-      const forged = await eventually(async () => (await auditEntries({ actor: 'alice', action: 'rejected:get' })).find((e) => e.proposal_id === plainRiskId && e.error?.code === 'UNAUTHENTICATED'), 10_000, 'forged audited');
+      const forged = await eventually(
+        async () =>
+          (await auditEntries({ actor: 'alice', action: 'rejected:get' })).find(
+            (e) => e.proposal_id === plainRiskId && e.error?.code === 'UNAUTHENTICATED',
+          ),
+        10_000,
+        'forged audited',
+      );
       expect(forged.authenticated).toBe(false);
 
-      const viaJwt = await ConclaveClient.connect({ nc: h.nc, prefix: h.prefix, signer: jwtSigner('mallory', h.keys.get('mallory')!.privateKeyPem) });
+      const viaJwt = await ConclaveClient.connect({
+        nc: h.nc,
+        prefix: h.prefix,
+        signer: jwtSigner('mallory', h.keys.get('mallory')!.privateKeyPem),
+      });
       expect(await refusal(viaJwt.get(plainRiskId))).toMatchObject({ code: 'FORBIDDEN' });
-      const jwtEntry = await eventually(async () => (await auditEntries({ actor: 'mallory', action: 'rejected:get' })).find((e) => e.proposal_id === plainRiskId), 10_000, 'jwt refusal audited');
+      const jwtEntry = await eventually(
+        async () => (await auditEntries({ actor: 'mallory', action: 'rejected:get' })).find((e) => e.proposal_id === plainRiskId),
+        10_000,
+        'jwt refusal audited',
+      );
       expect(jwtEntry.authenticated).toBe(true);
     });
   });
@@ -233,7 +326,10 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
       const alice = await h.clientFor('alice');
       const big = 'x'.repeat(60_000);
       const ids: string[] = [];
-      for (let i = 0; i < 20; i++) ids.push((await alice.propose({ domain: 'risk.bulk', author: 'alice', payload: { big, i }, quorum: 5, created_at: now() })).proposal_id);
+      for (let i = 0; i < 20; i++)
+        ids.push(
+          (await alice.propose({ domain: 'risk.bulk', author: 'alice', payload: { big, i }, quorum: 5, created_at: now() })).proposal_id,
+        );
       await eventually(async () => ((await alice.get(ids[19])).proposal_id === ids[19] ? true : undefined));
       const seen: string[] = [];
       let cursor: string | undefined;
@@ -251,7 +347,8 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
 
     it('audit: unsigned requests with a 60 KB proposal_id do not poison the chain; audit.query still answers', async () => {
       const huge = 'A'.repeat(60_000);
-      for (let i = 0; i < 20; i++) expect(await unsigned('v1.get', { proposal_id: huge })).toMatchObject({ ok: false, error: { code: 'UNAUTHENTICATED' } });
+      for (let i = 0; i < 20; i++)
+        expect(await unsigned('v1.get', { proposal_id: huge })).toMatchObject({ ok: false, error: { code: 'UNAUTHENTICATED' } });
       await new Promise((r) => setTimeout(r, 1000));
       const entries = await auditEntries({});
       expect(entries.length).toBeGreaterThan(20);

@@ -12,7 +12,12 @@ describe('security: JWT authentication over NATS', () => {
   beforeAll(async () => {
     await h.start('intake');
     await h.seed([{ participant_id: 'dana', grants: [{ domain: 'risk', domain_authority: 0.8, trust_score: 0.9 }] }]);
-    dana = await ConclaveClient.connect({ nc: h.nc, prefix: h.prefix, streamSuffix: h.run, signer: jwtSigner('dana', h.keys.get('dana')!.privateKeyPem) });
+    dana = await ConclaveClient.connect({
+      nc: h.nc,
+      prefix: h.prefix,
+      streamSuffix: h.run,
+      signer: jwtSigner('dana', h.keys.get('dana')!.privateKeyPem),
+    });
   });
   afterAll(() => h.stop());
 
@@ -26,19 +31,33 @@ describe('security: JWT authentication over NATS', () => {
     return JSON.parse(new TextDecoder().decode(msg.data)) as { ok: boolean; error?: { code: string; message: string } };
   }
 
-  it('given a JWT signed by the participant\'s registered key, then the command is accepted as that participant', async () => {
+  it("given a JWT signed by the participant's registered key, then the command is accepted as that participant", async () => {
     const p = await propose(dana);
     expect(p).toMatchObject({ author: 'dana', status: 'pending' });
   });
 
   it('given a JWT signed by another key, then UNAUTHENTICATED', async () => {
-    const forger = await ConclaveClient.connect({ nc: h.nc, prefix: h.prefix, streamSuffix: h.run, signer: jwtSigner('dana', generateParticipantKeys().privateKeyPem) });
+    const forger = await ConclaveClient.connect({
+      nc: h.nc,
+      prefix: h.prefix,
+      streamSuffix: h.run,
+      signer: jwtSigner('dana', generateParticipantKeys().privateKeyPem),
+    });
     await expect(propose(forger)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
   });
 
   it('given the same JWT twice, or on another body, then UNAUTHENTICATED', async () => {
     const subject = `${h.prefix}.v1.propose`;
-    const body = { schema_version: '1.0', type: 'proposal', domain: 'risk.credit', author: 'dana', payload: { n: 1 }, quorum: 2, created_at: now(), expires_at: null };
+    const body = {
+      schema_version: '1.0',
+      type: 'proposal',
+      domain: 'risk.credit',
+      author: 'dana',
+      payload: { n: 1 },
+      quorum: 2,
+      created_at: now(),
+      expires_at: null,
+    };
     const headers = await jwtSigner('dana', h.keys.get('dana')!.privateKeyPem)(subject, new TextEncoder().encode(JSON.stringify(body)));
     expect((await rawRequest(subject, body, headers)).ok).toBe(true);
     expect((await rawRequest(subject, body, headers)).error?.code).toBe('UNAUTHENTICATED');

@@ -32,11 +32,13 @@ function accountsWithAgents(names: string[]): string {
   const conf = readFileSync(join(__dirname, '../../deploy/nats/nats-accounts.conf'), 'utf8');
   const template = conf.split('\n').find((l) => l.trimStart().startsWith('{ user: agent,'));
   if (!template) throw new Error('no per-agent entry in nats-accounts.conf');
-  const copies = names.map((n) => template
+  const copies = names.map((n) =>
+    template
       .replace('user: agent,', `user: ${n},`)
       .replace('$CONCLAVE_AGENT_PASSWORD', `$CONCLAVE_${n.toUpperCase()}_PASSWORD`)
       .replace('"council.v1.tasks.agent"', `"council.v1.tasks.${n}"`)
-      .replace('"_INBOX_agent.>"', `"_INBOX_${n}.>"`));
+      .replace('"_INBOX_agent.>"', `"_INBOX_${n}.>"`),
+  );
   return conf.replace(template, [template, ...copies].join('\n'));
 }
 
@@ -74,7 +76,12 @@ describe('security: NATS accounts, per-user inbox prefixes', () => {
   const aliceKeys = generateParticipantKeys();
 
   const user = async (name: string, inboxPrefix = `_INBOX_${name}`) => {
-    const nc = await connect({ servers: url, user: name, pass: PASSWORDS[`CONCLAVE_${name.toUpperCase().replace('CONCLAVE-', '')}_PASSWORD`], inboxPrefix });
+    const nc = await connect({
+      servers: url,
+      user: name,
+      pass: PASSWORDS[`CONCLAVE_${name.toUpperCase().replace('CONCLAVE-', '')}_PASSWORD`],
+      inboxPrefix,
+    });
     open.push(nc);
     return nc;
   };
@@ -84,7 +91,10 @@ describe('security: NATS accounts, per-user inbox prefixes', () => {
     writeFileSync(join(dir, 'nats.conf'), `host: 127.0.0.1\njetstream { store_dir: "${join(dir, 'js')}" }\ninclude ./accounts.conf\n`);
     const port = await freePort();
     url = `nats://127.0.0.1:${port}`;
-    server = spawn(NATS_SERVER, ['-c', join(dir, 'nats.conf'), '-p', String(port)], { env: { ...process.env, ...PASSWORDS }, stdio: 'ignore' });
+    server = spawn(NATS_SERVER, ['-c', join(dir, 'nats.conf'), '-p', String(port)], {
+      env: { ...process.env, ...PASSWORDS },
+      stdio: 'ignore',
+    });
     await eventually(async () => (await answers(port)) || undefined, 10_000, 'the private nats-server');
 
     intake = await startIntake(
@@ -102,8 +112,19 @@ describe('security: NATS accounts, per-user inbox prefixes', () => {
       }),
     );
     // Registry administration is not on the agents' allow lists; the test administers as the services' user.
-    const adminClient = await ConclaveClient.connect({ servers: url, user: 'conclave-services', pass: PASSWORDS['CONCLAVE_SERVICES_PASSWORD'], inboxPrefix: '_INBOX_conclave-services', signer: ed25519Signer('admin', admin.privateKeyPem) });
-    await adminClient.call(REGISTRY_PATTERNS.register, { participant_id: 'alice', roles: ['agent'], public_key: aliceKeys.publicKey, clearance: 'restricted' });
+    const adminClient = await ConclaveClient.connect({
+      servers: url,
+      user: 'conclave-services',
+      pass: PASSWORDS['CONCLAVE_SERVICES_PASSWORD'],
+      inboxPrefix: '_INBOX_conclave-services',
+      signer: ed25519Signer('admin', admin.privateKeyPem),
+    });
+    await adminClient.call(REGISTRY_PATTERNS.register, {
+      participant_id: 'alice',
+      roles: ['agent'],
+      public_key: aliceKeys.publicKey,
+      clearance: 'restricted',
+    });
     await adminClient.call(REGISTRY_PATTERNS.grant, { participant_id: 'alice', domain: 'risk', domain_authority: 0.9, trust_score: 0.9 });
     await adminClient.close();
   }, 30_000);
@@ -115,8 +136,14 @@ describe('security: NATS accounts, per-user inbox prefixes', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('given alice and mallory with users of their own, when mallory subscribes to alice\'s inbox prefix, to _INBOX.> or to the services\' inbox, then the server refuses and alice\'s reply reaches alice only', async () => {
-    const alice = await ConclaveClient.connect({ servers: url, user: 'alice', pass: PASSWORDS['CONCLAVE_ALICE_PASSWORD'], inboxPrefix: '_INBOX_alice', signer: ed25519Signer('alice', aliceKeys.privateKeyPem) });
+  it("given alice and mallory with users of their own, when mallory subscribes to alice's inbox prefix, to _INBOX.> or to the services' inbox, then the server refuses and alice's reply reaches alice only", async () => {
+    const alice = await ConclaveClient.connect({
+      servers: url,
+      user: 'alice',
+      pass: PASSWORDS['CONCLAVE_ALICE_PASSWORD'],
+      inboxPrefix: '_INBOX_alice',
+      signer: ed25519Signer('alice', aliceKeys.privateKeyPem),
+    });
     const mallory = await user('mallory');
     const refused = refusedSubscriptions(mallory);
     const overheard: string[] = [];
@@ -125,7 +152,14 @@ describe('security: NATS accounts, per-user inbox prefixes', () => {
     }
     await mallory.flush();
 
-    const proposal = await alice.propose({ domain: 'risk', author: 'alice', payload: { merger: 'acme' }, quorum: 5, created_at: new Date().toISOString(), classification: 'restricted' });
+    const proposal = await alice.propose({
+      domain: 'risk',
+      author: 'alice',
+      payload: { merger: 'acme' },
+      quorum: 5,
+      created_at: new Date().toISOString(),
+      classification: 'restricted',
+    });
     expect((await alice.get(proposal.proposal_id)).payload).toEqual({ merger: 'acme' });
 
     await eventually(async () => (refused.length >= 4 ? true : undefined), 5_000, 'four refused subscriptions');
@@ -134,16 +168,24 @@ describe('security: NATS accounts, per-user inbox prefixes', () => {
     await alice.close();
   });
 
-  it('given mallory\'s password, when she connects with alice\'s inbox prefix to receive there, then her requests get no reply', async () => {
+  it("given mallory's password, when she connects with alice's inbox prefix to receive there, then her requests get no reply", async () => {
     const posing = await user('mallory', '_INBOX_alice');
     const refused = refusedSubscriptions(posing);
-    await expect(posing.request('acp.v1.list', new TextEncoder().encode('{}'), { timeout: 1_000 })).rejects.toMatchObject({ code: 'PERMISSIONS_VIOLATION' });
-    await eventually(async () => (refused.some((subject) => subject.startsWith('_INBOX_alice.')) ? true : undefined), 5_000, 'the inbox subscription refused');
+    await expect(posing.request('acp.v1.list', new TextEncoder().encode('{}'), { timeout: 1_000 })).rejects.toMatchObject({
+      code: 'PERMISSIONS_VIOLATION',
+    });
+    await eventually(
+      async () => (refused.some((subject) => subject.startsWith('_INBOX_alice.')) ? true : undefined),
+      5_000,
+      'the inbox subscription refused',
+    );
   });
 
   it('given her own inbox prefix, mallory gets replies (the prefix restricts, it does not lock agents out)', async () => {
     const mallory = await user('mallory');
-    const reply = JSON.parse(new TextDecoder().decode((await mallory.request('acp.v1.list', new TextEncoder().encode('{}'), { timeout: 5_000 })).data));
+    const reply = JSON.parse(
+      new TextDecoder().decode((await mallory.request('acp.v1.list', new TextEncoder().encode('{}'), { timeout: 5_000 })).data),
+    );
     expect(reply).toMatchObject({ ok: false, error: { code: 'UNAUTHENTICATED' } });
   });
 
@@ -155,7 +197,14 @@ describe('security: NATS accounts, per-user inbox prefixes', () => {
       // A process of its own, as deployed: refusing to start means exiting.
       const child = spawn(process.execPath, ['-r', '@swc-node/register', '-r', 'tsconfig-paths/register', 'apps/intake/src/main.ts'], {
         cwd: join(__dirname, '../..'),
-        env: { PATH: process.env['PATH'] ?? '', TS_NODE_PROJECT: 'tsconfig.base.json', NATS_URL: openServer.url, CONCLAVE_AUTH_MODE: 'required', HTTP_PORT: String(await freePort()), LOG_LEVEL: 'error' },
+        env: {
+          PATH: process.env['PATH'] ?? '',
+          TS_NODE_PROJECT: 'tsconfig.base.json',
+          NATS_URL: openServer.url,
+          CONCLAVE_AUTH_MODE: 'required',
+          HTTP_PORT: String(await freePort()),
+          LOG_LEVEL: 'error',
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let output = '';

@@ -35,12 +35,26 @@ describe('security attacks: replay after nonce expiry, forged rejection records'
 
   it('6. a captured propose replayed after the old nonce TTL, still inside the timestamp window: UNAUTHENTICATED, one proposal only', async () => {
     const subject = `${h.prefix}.v1.propose`;
-    const body = new TextEncoder().encode(JSON.stringify({ schema_version: '1.0', type: 'proposal', domain: 'risk', author: 'alice', payload: { x: 1 }, quorum: 3, created_at: now(), expires_at: null }));
+    const body = new TextEncoder().encode(
+      JSON.stringify({
+        schema_version: '1.0',
+        type: 'proposal',
+        domain: 'risk',
+        author: 'alice',
+        payload: { x: 1 },
+        quorum: 3,
+        created_at: now(),
+        expires_at: null,
+      }),
+    );
     const hdrs = natsHeaders();
     for (const [k, v] of Object.entries(ed25519Signer('alice', h.keys.get('alice')!.privateKeyPem)(subject, body))) hdrs.set(k, v);
     expect(await request(subject, body, hdrs)).toMatchObject({ ok: true });
     await new Promise((r) => setTimeout(r, 3_000));
-    expect(await request(subject, body, hdrs)).toMatchObject({ ok: false, error: { code: 'UNAUTHENTICATED', message: expect.stringMatching(/replayed/) } });
+    expect(await request(subject, body, hdrs)).toMatchObject({
+      ok: false,
+      error: { code: 'UNAUTHENTICATED', message: expect.stringMatching(/replayed/) },
+    });
     const alice = await h.clientFor('alice');
     await new Promise((r) => setTimeout(r, 300));
     expect((await alice.list({ domain: 'risk' })).proposals).toHaveLength(1);
@@ -52,7 +66,10 @@ describe('security attacks: replay after nonce expiry, forged rejection records'
     const late = ed25519Signer('alice', h.keys.get('alice')!.privateKeyPem, { now: () => new Date(Date.now() - 10_000) });
     const hdrs = natsHeaders();
     for (const [k, v] of Object.entries(late(subject, body))) hdrs.set(k, v);
-    expect(await request(subject, body, hdrs)).toMatchObject({ ok: false, error: { code: 'UNAUTHENTICATED', message: expect.stringMatching(/stale/) } });
+    expect(await request(subject, body, hdrs)).toMatchObject({
+      ok: false,
+      error: { code: 'UNAUTHENTICATED', message: expect.stringMatching(/stale/) },
+    });
   });
 
   async function entries(filter: Record<string, unknown>): Promise<AuditEntry[]> {
@@ -62,20 +79,36 @@ describe('security attacks: replay after nonce expiry, forged rejection records'
   it('5. a forged "recorded" event and a non-JSON message on the rejections subject: both enter as rejected, the feed keeps going', async () => {
     const subject = `${h.env['CONCLAVE_EVENT_SUBJECT_PREFIX']}.audit.rejections`;
     const js = h.nc.jetstream();
-    const forged = { event_id: 'forged-1', type: 'ProposalSubmitted', actor: 'mallory', occurred_at: now(), data: { proposal_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV', payload_hash: 'f'.repeat(64) } };
+    const forged = {
+      event_id: 'forged-1',
+      type: 'ProposalSubmitted',
+      actor: 'mallory',
+      occurred_at: now(),
+      data: { proposal_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV', payload_hash: 'f'.repeat(64) },
+    };
     await js.publish(subject, new TextEncoder().encode(JSON.stringify(forged)), { msgID: 'forged-1' });
     await js.publish(subject, new TextEncoder().encode('this is not json'), { msgID: 'garbage-1' });
-    const malformed = await eventually(async () => {
-      const found = await entries({ action: 'rejected:malformed-record' });
-      return found.length >= 2 ? found : undefined;
-    }, 10_000, 'malformed records on the chain');
+    const malformed = await eventually(
+      async () => {
+        const found = await entries({ action: 'rejected:malformed-record' });
+        return found.length >= 2 ? found : undefined;
+      },
+      10_000,
+      'malformed records on the chain',
+    );
     expect(malformed.map((e) => e.outcome)).toEqual(['rejected', 'rejected']);
     expect(malformed[0].error?.message).toMatch(/type is not CommandRejected/);
     expect(malformed[1].error?.message).toMatch(/not UTF-8 JSON/);
     expect((await entries({ actor: 'mallory' })).filter((e) => e.outcome === 'recorded')).toEqual([]);
     // the feed still records real refusals after the garbage
-    const unsigned = await h.nc.request(`${h.prefix}.v1.get`, new TextEncoder().encode('{"proposal_id":"01ARZ3NDEKTSV4RRFFQ69G5FAV"}'), { timeout: 5000 });
+    const unsigned = await h.nc.request(`${h.prefix}.v1.get`, new TextEncoder().encode('{"proposal_id":"01ARZ3NDEKTSV4RRFFQ69G5FAV"}'), {
+      timeout: 5000,
+    });
     expect(JSON.parse(new TextDecoder().decode(unsigned.data))).toMatchObject({ ok: false, error: { code: 'UNAUTHENTICATED' } });
-    await eventually(async () => (await entries({ action: 'rejected:get' })).find((e) => e.authenticated === false), 10_000, 'a later refusal recorded');
+    await eventually(
+      async () => (await entries({ action: 'rejected:get' })).find((e) => e.authenticated === false),
+      10_000,
+      'a later refusal recorded',
+    );
   });
 });

@@ -27,17 +27,37 @@ describe('security: authentication, authorization, factors and clearance over NA
       { participant_id: 'officer', roles: ['agent', 'human-resolver'], grants: [{ domain: 'risk', domain_authority: 1, trust_score: 1 }] },
     ]);
     const alice = await h.clientFor('alice');
-    proposalId = (await alice.propose({ domain: 'risk.credit', author: 'alice', payload: { loan: 1 }, quorum: 3, created_at: now() })).proposal_id;
-    secretId = (await alice.propose({ domain: 'risk.credit', author: 'alice', payload: { secret: 'merger' }, quorum: 3, created_at: now(), classification: 'confidential' })).proposal_id;
+    proposalId = (await alice.propose({ domain: 'risk.credit', author: 'alice', payload: { loan: 1 }, quorum: 3, created_at: now() }))
+      .proposal_id;
+    secretId = (
+      await alice.propose({
+        domain: 'risk.credit',
+        author: 'alice',
+        payload: { secret: 'merger' },
+        quorum: 3,
+        created_at: now(),
+        classification: 'confidential',
+      })
+    ).proposal_id;
   });
   afterAll(() => h.stop());
 
   /** The rejection entry of the audit log for this proposal and action, once the audit service has it. */
   async function audited(proposal: string | null, action: string, code: string, actor?: string): Promise<AuditEntry> {
-    return eventually(async () => {
-      const { entries } = await h.admin.call<{ entries: AuditEntry[] }>(AUDIT_PATTERNS.query, { outcome: 'rejected', action, limit: 1000 });
-      return entries.find((e) => e.error?.code === code && (proposal === null || e.proposal_id === proposal) && (actor === undefined || e.actor === actor));
-    }, 10_000, `audit entry ${action} ${code}`);
+    return eventually(
+      async () => {
+        const { entries } = await h.admin.call<{ entries: AuditEntry[] }>(AUDIT_PATTERNS.query, {
+          outcome: 'rejected',
+          action,
+          limit: 1000,
+        });
+        return entries.find(
+          (e) => e.error?.code === code && (proposal === null || e.proposal_id === proposal) && (actor === undefined || e.actor === actor),
+        );
+      },
+      10_000,
+      `audit entry ${action} ${code}`,
+    );
   }
 
   const refused = async (p: Promise<unknown>, code: string, field?: string) => {
@@ -52,15 +72,21 @@ describe('security: authentication, authorization, factors and clearance over NA
 
   it('forged signature: UNAUTHENTICATED, audited', async () => {
     const forger = await ConclaveClient.connect({
-      nc: h.nc, prefix: h.prefix,
-      sign: () => ({ [AUTH_HEADERS.participant]: 'bob', [AUTH_HEADERS.timestamp]: now(), [AUTH_HEADERS.nonce]: ulid(), [AUTH_HEADERS.signature]: Buffer.alloc(64, 7).toString('base64') }),
+      nc: h.nc,
+      prefix: h.prefix,
+      sign: () => ({
+        [AUTH_HEADERS.participant]: 'bob',
+        [AUTH_HEADERS.timestamp]: now(),
+        [AUTH_HEADERS.nonce]: ulid(),
+        [AUTH_HEADERS.signature]: Buffer.alloc(64, 7).toString('base64'),
+      }),
     });
     await refused(forger.endorse(proposalId, { participant_id: 'bob', confidence: 0.9 }), 'UNAUTHENTICATED');
     const entry = await audited(proposalId, 'rejected:respond', 'UNAUTHENTICATED', 'bob');
     expect(entry.error?.message).toMatch(/does not verify/);
   });
 
-  it('wrong key (signed by someone else\'s private key): UNAUTHENTICATED, audited', async () => {
+  it("wrong key (signed by someone else's private key): UNAUTHENTICATED, audited", async () => {
     const mallory = await h.clientFor('bob', h.keys.get('alice')!.privateKeyPem);
     await refused(mallory.challenge(proposalId, { participant_id: 'bob', confidence: 0.9 }), 'UNAUTHENTICATED');
     await audited(proposalId, 'rejected:respond', 'UNAUTHENTICATED', 'bob');
@@ -93,7 +119,8 @@ describe('security: authentication, authorization, factors and clearance over NA
 
   it('stale timestamp: UNAUTHENTICATED, audited', async () => {
     const late = await ConclaveClient.connect({
-      nc: h.nc, prefix: h.prefix,
+      nc: h.nc,
+      prefix: h.prefix,
       signer: ed25519Signer('alice', h.keys.get('alice')!.privateKeyPem, { now: () => new Date(Date.now() - 5 * 60_000) }),
     });
     const err = await refused(late.escalate(proposalId, { reason: 'late', requested_by: 'alice' }), 'UNAUTHENTICATED');
@@ -115,10 +142,22 @@ describe('security: authentication, authorization, factors and clearance over NA
 
   it('a response declaring inflated authority: FORBIDDEN on domain_authority, audited; the registry value is stamped otherwise', async () => {
     const bob = await h.clientFor('bob');
-    await refused(bob.endorse(proposalId, { participant_id: 'bob', confidence: 0.9, domain_authority: 1, trust_score: 0.6 }), 'FORBIDDEN', 'domain_authority');
+    await refused(
+      bob.endorse(proposalId, { participant_id: 'bob', confidence: 0.9, domain_authority: 1, trust_score: 0.6 }),
+      'FORBIDDEN',
+      'domain_authority',
+    );
     await audited(proposalId, 'rejected:respond', 'FORBIDDEN', 'bob');
-    const reply = await bob.call<{ factors: unknown; proposal: { responses: Array<{ participant_id: string; domain_authority: number; trust_score: number }> } }>('v1.respond', {
-      schema_version: '1.0', proposal_id: proposalId, participant_id: 'bob', response_type: 'endorse', confidence: 0.9, reason: null,
+    const reply = await bob.call<{
+      factors: unknown;
+      proposal: { responses: Array<{ participant_id: string; domain_authority: number; trust_score: number }> };
+    }>('v1.respond', {
+      schema_version: '1.0',
+      proposal_id: proposalId,
+      participant_id: 'bob',
+      response_type: 'endorse',
+      confidence: 0.9,
+      reason: null,
     });
     expect(reply.factors).toEqual({ domain_authority: 0.7, trust_score: 0.6, source: 'registry' });
     expect(reply.proposal.responses.find((r) => r.participant_id === 'bob')).toMatchObject({ domain_authority: 0.7, trust_score: 0.6 });
@@ -128,7 +167,9 @@ describe('security: authentication, authorization, factors and clearance over NA
     const intake = h.instances.find((i) => i.name === 'intake')!.app;
     const context = intake.get(CommandContext);
     const request = (participant: string): CommandRequest => {
-      const body = new TextEncoder().encode(JSON.stringify({ proposal_id: proposalId, outcome: 'approved', resolved_by: participant, note: 'ok' }));
+      const body = new TextEncoder().encode(
+        JSON.stringify({ proposal_id: proposalId, outcome: 'approved', resolved_by: participant, note: 'ok' }),
+      );
       const fields = { subject: `${h.prefix}.v1.resolve`, timestamp: now(), nonce: ulid(), participant_id: participant };
       const hdrs = natsHeaders();
       hdrs.set(AUTH_HEADERS.participant, participant);
@@ -170,10 +211,32 @@ describe('security: authentication, authorization, factors and clearance over NA
     const alice = await h.clientFor('alice');
     const payload = { deal: 'x', amount: 5 };
     const signature = signPayload(payload, h.keys.get('alice')!.privateKeyPem);
-    const p = (await alice.propose({ domain: 'risk', author: 'alice', payload, quorum: 1, created_at: now(), payload_signature: signature })) as unknown as Record<string, unknown>;
-    expect(p).toMatchObject({ payload_signature: signature, payload_signature_key_id: 'k1', payload_hash: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    const p = (await alice.propose({
+      domain: 'risk',
+      author: 'alice',
+      payload,
+      quorum: 1,
+      created_at: now(),
+      payload_signature: signature,
+    })) as unknown as Record<string, unknown>;
+    expect(p).toMatchObject({
+      payload_signature: signature,
+      payload_signature_key_id: 'k1',
+      payload_hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     const other = generateKeyPairSync('ed25519').privateKey;
-    await refused(alice.propose({ domain: 'risk', author: 'alice', payload, quorum: 1, created_at: now(), payload_signature: signPayload(payload, other) }), 'UNAUTHENTICATED', 'payload_signature');
+    await refused(
+      alice.propose({
+        domain: 'risk',
+        author: 'alice',
+        payload,
+        quorum: 1,
+        created_at: now(),
+        payload_signature: signPayload(payload, other),
+      }),
+      'UNAUTHENTICATED',
+      'payload_signature',
+    );
   });
 
   it('a proposal in a domain the author has no grant for: FORBIDDEN, audited', async () => {
@@ -184,7 +247,10 @@ describe('security: authentication, authorization, factors and clearance over NA
 
   it('registry commands need the administrator role', async () => {
     const bob = await h.clientFor('bob');
-    await refused(bob.call(REGISTRY_PATTERNS.grant, { participant_id: 'bob', domain: 'ops', domain_authority: 1, trust_score: 1 }), 'FORBIDDEN');
+    await refused(
+      bob.call(REGISTRY_PATTERNS.grant, { participant_id: 'bob', domain: 'ops', domain_authority: 1, trust_score: 1 }),
+      'FORBIDDEN',
+    );
     await audited(null, 'rejected:participants.grant', 'FORBIDDEN', 'bob');
   });
 });

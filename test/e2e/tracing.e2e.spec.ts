@@ -40,8 +40,22 @@ describe('tracing: NATS API requests continue the caller trace', () => {
     const callerSpan = 'b7ad6b7169203331';
     const hdrs = natsHeaders();
     hdrs.set('traceparent', `00-${traceId}-${callerSpan}-01`);
-    const body = { schema_version: '1.0', type: 'proposal', domain: 'ops.deploy', author: 'agent-ops', payload: { action: 'deploy' }, quorum: 2, expires_at: null, created_at: new Date().toISOString() };
-    const reply = JSON.parse(new TextDecoder().decode((await h.nc.request(`${h.prefix}.v1.propose`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 5_000, headers: hdrs })).data));
+    const body = {
+      schema_version: '1.0',
+      type: 'proposal',
+      domain: 'ops.deploy',
+      author: 'agent-ops',
+      payload: { action: 'deploy' },
+      quorum: 2,
+      expires_at: null,
+      created_at: new Date().toISOString(),
+    };
+    const reply = JSON.parse(
+      new TextDecoder().decode(
+        (await h.nc.request(`${h.prefix}.v1.propose`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 5_000, headers: hdrs }))
+          .data,
+      ),
+    );
     expect(reply).toMatchObject({ ok: true });
 
     const server = await eventually(async () => exporter.getFinishedSpans().find((s) => s.name === 'v1.propose'), 5_000, 'the server span');
@@ -75,14 +89,20 @@ describe('tracing: NATS API requests continue the caller trace', () => {
     expect(producer?.name).toBe('publish resolver-outbox');
     expect(producer?.kind).toBe(SpanKind.PRODUCER);
     expect(producer?.spanContext().traceId).toBe(traceId);
-    expect(producer?.attributes).toMatchObject({ 'messaging.destination.name': `${h.prefix}.v1.decisions.risk.credit`, 'messaging.message.id': msg.header?.get('Nats-Msg-Id') });
+    expect(producer?.attributes).toMatchObject({
+      'messaging.destination.name': `${h.prefix}.v1.decisions.risk.credit`,
+      'messaging.message.id': msg.header?.get('Nats-Msg-Id'),
+    });
   });
 
   it('a refused request is marked with its code but not failed; without traceparent, a new trace starts', async () => {
     exporter.reset();
     await expect(h.client.get('01ARZ3NDEKTSV4RRFFQ69G5FAV')).rejects.toMatchObject({ code: 'PROPOSAL_NOT_FOUND' });
     const span = await eventually(async () => exporter.getFinishedSpans().find((s) => s.name === 'v1.get'), 5_000, 'the get span');
-    expect(span.attributes).toMatchObject({ 'conclave.error_code': 'PROPOSAL_NOT_FOUND', 'conclave.proposal_id': '01ARZ3NDEKTSV4RRFFQ69G5FAV' });
+    expect(span.attributes).toMatchObject({
+      'conclave.error_code': 'PROPOSAL_NOT_FOUND',
+      'conclave.proposal_id': '01ARZ3NDEKTSV4RRFFQ69G5FAV',
+    });
     expect(span.status.code).not.toBe(2);
     expect(span.parentSpanContext).toBeUndefined();
   });

@@ -96,7 +96,17 @@ export class ConclaveHarness {
     this.instances.length = 0;
     const jsm = await this.nc.jetstreamManager();
     const streams = acpStreamNames(this.run);
-    const names = [this.env['CONCLAVE_EVENT_STREAM'], streams.decisions, streams.proposals, streams.escalations, streams.councilDecisions, `KV_EVT_${this.run}_CHECKPOINTS`, `EVT_${this.run}_AUDIT`, `EVT_${this.run}_REJECTIONS`, `KV_EVT_${this.run}_NONCES`];
+    const names = [
+      this.env['CONCLAVE_EVENT_STREAM'],
+      streams.decisions,
+      streams.proposals,
+      streams.escalations,
+      streams.councilDecisions,
+      `KV_EVT_${this.run}_CHECKPOINTS`,
+      `EVT_${this.run}_AUDIT`,
+      `EVT_${this.run}_REJECTIONS`,
+      `KV_EVT_${this.run}_NONCES`,
+    ];
     for (const name of names) await jsm.streams.delete(name).catch(() => undefined);
     await this.nc.drain();
   }
@@ -164,7 +174,12 @@ export class SecureConclaveHarness extends ConclaveHarness {
     const cacheable = privateKeyPem === undefined;
     const existing = cacheable ? this.clients.get(participantId) : undefined;
     if (existing) return existing;
-    const client = await ConclaveClient.connect({ nc: this.nc, prefix: this.prefix, streamSuffix: this.run, signer: ed25519Signer(participantId, key) });
+    const client = await ConclaveClient.connect({
+      nc: this.nc,
+      prefix: this.prefix,
+      streamSuffix: this.run,
+      signer: ed25519Signer(participantId, key),
+    });
     if (cacheable) this.clients.set(participantId, client);
     return client;
   }

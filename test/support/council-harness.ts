@@ -79,7 +79,10 @@ export class CouncilDecisionCollector {
     if (found) return found;
     {
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for the decision of run ${runId}`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`timed out after ${timeoutMs} ms waiting for the decision of run ${runId}`)),
+          timeoutMs,
+        );
         this.waiters.push({ test: () => find() !== undefined, resolve: () => (clearTimeout(timer), resolve()) });
       });
     }

@@ -31,8 +31,14 @@ class Proposal {
 
   constructor(data: { quorum?: number; expires_at?: string | null } = {}, now = at(0)) {
     this.apply(PROPOSAL_COMMAND_TYPES.SubmitProposal, now, 'author', {
-      proposal_id: this.id, type: 'proposal', domain: 'test.check', author: 'author', payload: { x: 1 },
-      quorum: data.quorum ?? 3, created_at: now, expires_at: data.expires_at ?? null,
+      proposal_id: this.id,
+      type: 'proposal',
+      domain: 'test.check',
+      author: 'author',
+      payload: { x: 1 },
+      quorum: data.quorum ?? 3,
+      created_at: now,
+      expires_at: data.expires_at ?? null,
     });
   }
 
@@ -44,7 +50,12 @@ class Proposal {
   }
 
   respond(participant: string, type: 'endorse' | 'challenge', now = at(1)): this {
-    this.apply(PROPOSAL_COMMAND_TYPES.RecordResponse, now, participant, { proposal_id: this.id, participant_id: participant, response_type: type, ...vote });
+    this.apply(PROPOSAL_COMMAND_TYPES.RecordResponse, now, participant, {
+      proposal_id: this.id,
+      participant_id: participant,
+      response_type: type,
+      ...vote,
+    });
     return this;
   }
 
@@ -90,9 +101,22 @@ const sha256Hex = (s: string) => createHash('sha256').update(s).digest('hex');
 function withAudit(run: RunRecord): RunRecord {
   const entries: AuditEntry[] = [];
   for (const e of run.events) {
-    entries.push(chainEntry(entries[entries.length - 1], {
-      actor: 'x', action: e.event.type, outcome: 'recorded', proposal_id: e.id, timestamp: at(0), payload_hash: null, stream: `proposal-${e.id}`, source_id: e.event.event_id,
-    }, sha256Hex));
+    entries.push(
+      chainEntry(
+        entries[entries.length - 1],
+        {
+          actor: 'x',
+          action: e.event.type,
+          outcome: 'recorded',
+          proposal_id: e.id,
+          timestamp: at(0),
+          payload_hash: null,
+          stream: `proposal-${e.id}`,
+          source_id: e.event.event_id,
+        },
+        sha256Hex,
+      ),
+    );
   }
   return { ...run, audit: { entries, rejections: [], rejectionsStream: 'EVT_REJECTIONS' } };
 }

@@ -182,7 +182,16 @@ export function checkInvariants(run: RunRecord, options: CheckOptions = {}): Che
   }
   const folded: Folded[] = [];
   for (const [id, events] of byProposal) {
-    const f: Folded = { id, events, state: initialProposalState, submitCausation: null, expiresAt: null, firstTerminalAt: null, resolutions: 0, quorumEverMet: false };
+    const f: Folded = {
+      id,
+      events,
+      state: initialProposalState,
+      submitCausation: null,
+      expiresAt: null,
+      firstTerminalAt: null,
+      resolutions: 0,
+      quorumEverMet: false,
+    };
     let broken = false;
     for (const event of events) {
       if (event.type === PROPOSAL_EVENT_TYPES.ProposalSubmitted) {
@@ -192,7 +201,10 @@ export function checkInvariants(run: RunRecord, options: CheckOptions = {}): Che
       if (RESOLUTION_TYPES.has(event.type)) f.resolutions++;
       if (isTerminalEvent(event) && f.firstTerminalAt === null) f.firstTerminalAt = event.occurred_at;
       if (event.type === PROPOSAL_EVENT_TYPES.ResponseRecorded && f.expiresAt !== null && ms(event.occurred_at) > ms(f.expiresAt)) {
-        t.add('no-response-after-expiry', `${id}: response by ${event.data.response.participant_id} at ${event.occurred_at}, expires_at ${f.expiresAt}`);
+        t.add(
+          'no-response-after-expiry',
+          `${id}: response by ${event.data.response.participant_id} at ${event.occurred_at}, expires_at ${f.expiresAt}`,
+        );
       }
       if (broken) continue;
       if (RESOLUTION_TYPES.has(event.type)) checkJustified(t, f, event, config);
@@ -213,13 +225,18 @@ export function checkInvariants(run: RunRecord, options: CheckOptions = {}): Che
     if (f.resolutions > 1) t.add('quorum-met-resolved-once', `${f.id}: ${f.resolutions} resolution events`);
     else if (f.quorumEverMet && f.resolutions === 0) {
       stuck.push(f.id);
-      t.add('quorum-met-resolved-once', `${f.id}: quorum met (${f.state.status === 'pending' ? f.state.responses.length : '?'} responses), no resolution event`);
+      t.add(
+        'quorum-met-resolved-once',
+        `${f.id}: quorum met (${f.state.status === 'pending' ? f.state.responses.length : '?'} responses), no resolution event`,
+      );
     }
     if (f.expiresAt !== null) {
       const due = ms(f.expiresAt) + grace + slack;
       if (now > due) {
-        if (f.firstTerminalAt === null) t.add('expired-in-time', `${f.id}: still ${f.state.status} ${now - ms(f.expiresAt)} ms after expires_at ${f.expiresAt}`);
-        else if (ms(f.firstTerminalAt) > due) t.add('expired-in-time', `${f.id}: terminal at ${f.firstTerminalAt}, expires_at ${f.expiresAt}`);
+        if (f.firstTerminalAt === null)
+          t.add('expired-in-time', `${f.id}: still ${f.state.status} ${now - ms(f.expiresAt)} ms after expires_at ${f.expiresAt}`);
+        else if (ms(f.firstTerminalAt) > due)
+          t.add('expired-in-time', `${f.id}: terminal at ${f.firstTerminalAt}, expires_at ${f.expiresAt}`);
       }
     }
   }
@@ -245,12 +262,19 @@ export function checkInvariants(run: RunRecord, options: CheckOptions = {}): Che
     const body = messages[0].body;
     const resolution = (event.data as { resolution: { outcome: string; trigger: string } }).resolution;
     if (body['proposal_id'] !== proposalId || body['outcome'] !== resolution.outcome || body['trigger'] !== resolution.trigger) {
-      t.add('one-decision-per-terminal-event', `${proposalId}: decision ${eventId} says ${String(body['outcome'])}/${String(body['trigger'])}, log says ${resolution.outcome}/${resolution.trigger}`);
+      t.add(
+        'one-decision-per-terminal-event',
+        `${proposalId}: decision ${eventId} says ${String(body['outcome'])}/${String(body['trigger'])}, log says ${resolution.outcome}/${resolution.trigger}`,
+      );
     }
   }
   for (const [eventId, messages] of decisionsByEvent) {
     const logged = terminal.get(eventId);
-    if (!logged) t.add('decision-has-terminal-event', `decision ${eventId} (proposal ${String(messages[0].body['proposal_id'])}): no terminal event in the log`);
+    if (!logged)
+      t.add(
+        'decision-has-terminal-event',
+        `decision ${eventId} (proposal ${String(messages[0].body['proposal_id'])}): no terminal event in the log`,
+      );
     else if (messages.some((m) => m.body['proposal_id'] !== logged.proposalId)) {
       t.add('decision-has-terminal-event', `decision ${eventId}: names another proposal than its event's ${logged.proposalId}`);
     }
@@ -265,7 +289,8 @@ export function checkInvariants(run: RunRecord, options: CheckOptions = {}): Che
     if (n !== 1) t.add('escalation-messages-match-log', `${eventId}: ${n} ACP_ESCALATIONS messages`);
   }
   for (const eventId of escalationsByEvent.keys()) {
-    if (!escalatedIds.has(eventId) && !deskEvents.has(eventId)) t.add('escalation-messages-match-log', `${eventId}: ACP_ESCALATIONS message without its event`);
+    if (!escalatedIds.has(eventId) && !deskEvents.has(eventId))
+      t.add('escalation-messages-match-log', `${eventId}: ACP_ESCALATIONS message without its event`);
   }
 
   // ---- the agents' replies against the log
@@ -309,22 +334,40 @@ function checkJustified(t: Tally, f: Folded, event: ProposalEvent, config: typeo
   if (event.causation_id === f.submitCausation) return;
   const resolution = (event.data as { resolution: { trigger: string } }).resolution;
   const type =
-    resolution.trigger === 'quorum' ? PROPOSAL_COMMAND_TYPES.ResolveProposal : resolution.trigger === 'timeout' ? PROPOSAL_COMMAND_TYPES.ExpireProposal : undefined;
+    resolution.trigger === 'quorum'
+      ? PROPOSAL_COMMAND_TYPES.ResolveProposal
+      : resolution.trigger === 'timeout'
+        ? PROPOSAL_COMMAND_TYPES.ExpireProposal
+        : undefined;
   if (!type) return;
-  const command = { type, command_id: event.causation_id, now: event.occurred_at, actor: event.actor, correlation_id: event.correlation_id, data: { proposal_id: f.id } };
+  const command = {
+    type,
+    command_id: event.causation_id,
+    now: event.occurred_at,
+    actor: event.actor,
+    correlation_id: event.correlation_id,
+    data: { proposal_id: f.id },
+  };
   try {
     const [expected] = decide(command as Parameters<typeof decide>[0], f.state, config);
     if (expected?.type !== event.type || canonicalJson(expected.data) !== canonicalJson(event.data)) {
-      t.add('resolution-justified', `${f.id}: log has ${event.type} ${canonicalJson(resolution)}, the decider on the state before gives ${expected?.type} ${canonicalJson((expected?.data as { resolution?: unknown })?.resolution ?? null)}`);
+      t.add(
+        'resolution-justified',
+        `${f.id}: log has ${event.type} ${canonicalJson(resolution)}, the decider on the state before gives ${expected?.type} ${canonicalJson((expected?.data as { resolution?: unknown })?.resolution ?? null)}`,
+      );
     }
   } catch (err) {
-    t.add('resolution-justified', `${f.id}: ${event.type} (${resolution.trigger}) refused by the decider on the state before: ${(err as Error).message}`);
+    t.add(
+      'resolution-justified',
+      `${f.id}: ${event.type} (${resolution.trigger}) refused by the decider on the state before: ${(err as Error).message}`,
+    );
   }
 }
 
 function checkReplies(t: Tally, folded: readonly Folded[], attempts: readonly CommandAttempt[]): void {
   const proposals = new Map(folded.map((f) => [f.id, f]));
-  const keyOf = (a: CommandAttempt) => (a.command === 'propose' ? `propose:${a.proposal_id}` : `respond:${a.proposal_id}:${a.participant_id}`);
+  const keyOf = (a: CommandAttempt) =>
+    a.command === 'propose' ? `propose:${a.proposal_id}` : `respond:${a.proposal_id}:${a.participant_id}`;
   const traced = (a: CommandAttempt): boolean => {
     const f = proposals.get(a.proposal_id);
     if (!f) return false;
@@ -345,7 +388,11 @@ function checkReplies(t: Tally, folded: readonly Folded[], attempts: readonly Co
 function checkAudit(t: Tally, run: RunRecord): void {
   const audit = run.audit!;
   const sources = new Map<string, number>();
-  for (const e of audit.entries) sources.set(`${e.stream === audit.rejectionsStream ? 'rejection' : 'event'}:${e.source_id}`, (sources.get(`${e.stream === audit.rejectionsStream ? 'rejection' : 'event'}:${e.source_id}`) ?? 0) + 1);
+  for (const e of audit.entries)
+    sources.set(
+      `${e.stream === audit.rejectionsStream ? 'rejection' : 'event'}:${e.source_id}`,
+      (sources.get(`${e.stream === audit.rejectionsStream ? 'rejection' : 'event'}:${e.source_id}`) ?? 0) + 1,
+    );
   const expected = [
     ...run.events.map((e) => `event:${e.event.event_id}`),
     ...audit.rejections.map((m) => `rejection:${String(m.body['event_id'])}`),
@@ -400,7 +447,10 @@ export function noViolations(): Record<InvariantName, number> {
 const decoder = new TextDecoder();
 
 /** Every message of a JetStream stream, in order (an ordered consumer up to the last sequence at the start). Missing stream: none. */
-export async function readStream(nc: NatsConnection, stream: string): Promise<Array<{ seq: number; subject: string; msgId: string | null; data: Uint8Array }>> {
+export async function readStream(
+  nc: NatsConnection,
+  stream: string,
+): Promise<Array<{ seq: number; subject: string; msgId: string | null; data: Uint8Array }>> {
   const jsm = await nc.jetstreamManager();
   let last: number;
   try {
@@ -460,6 +510,10 @@ export async function readRun(nc: NatsConnection, names: RunNames, opts: { audit
 }
 
 /** Reads a run and checks it. */
-export async function checkRun(nc: NatsConnection, names: RunNames, options: CheckOptions & { audit?: boolean } = {}): Promise<CheckReport> {
+export async function checkRun(
+  nc: NatsConnection,
+  names: RunNames,
+  options: CheckOptions & { audit?: boolean } = {},
+): Promise<CheckReport> {
   return checkInvariants(await readRun(nc, names, { audit: options.audit }), options);
 }

@@ -61,17 +61,41 @@ export class LoadAgent {
     const proposal_id = ulid();
     const outcome: ProposalOutcome = { proposal_id, proposed: false, responded: 0, refusals: [] };
     const now = new Date().toISOString();
-    const proposed = await this.send('propose', { proposal_id }, 'DUPLICATE_PROPOSAL_ID', {
-      schema_version: '1.0', proposal_id, type: 'proposal', domain: plan.domain, author: `author-${i}`,
-      payload: { i }, quorum: plan.quorum, created_at: now, expires_at: plan.expiresInMs ? new Date(Date.parse(now) + plan.expiresInMs).toISOString() : null,
-    }, outcome);
+    const proposed = await this.send(
+      'propose',
+      { proposal_id },
+      'DUPLICATE_PROPOSAL_ID',
+      {
+        schema_version: '1.0',
+        proposal_id,
+        type: 'proposal',
+        domain: plan.domain,
+        author: `author-${i}`,
+        payload: { i },
+        quorum: plan.quorum,
+        created_at: now,
+        expires_at: plan.expiresInMs ? new Date(Date.parse(now) + plan.expiresInMs).toISOString() : null,
+      },
+      outcome,
+    );
     if (!proposed) return outcome;
     outcome.proposed = true;
     const results = await Promise.all(
       plan.responses.map((r) =>
-        this.send('respond', { proposal_id, participant_id: r.participant_id }, 'DUPLICATE_RESPONSE', {
-          schema_version: '1.0', proposal_id, participant_id: r.participant_id, response_type: r.response_type, reason: null, ...vote,
-        }, outcome),
+        this.send(
+          'respond',
+          { proposal_id, participant_id: r.participant_id },
+          'DUPLICATE_RESPONSE',
+          {
+            schema_version: '1.0',
+            proposal_id,
+            participant_id: r.participant_id,
+            response_type: r.response_type,
+            reason: null,
+            ...vote,
+          },
+          outcome,
+        ),
       ),
     );
     outcome.responded = results.filter(Boolean).length;

@@ -58,14 +58,20 @@ export class PrivateNatsServer {
   async start(): Promise<void> {
     if (this.port === 0) this.port = await freePort();
     const log = createWriteStream(join(this.dir, 'nats-server.log'), { flags: 'a' });
-    const child = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', join(this.dir, 'store')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', join(this.dir, 'store')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
     this.child = child;
-    await until(async () => {
-      if (child.exitCode !== null) throw new Error(`nats-server exited with ${child.exitCode}: ${this.log().slice(-500)}`);
-      return answers(this.port);
-    }, 10_000, `nats-server on port ${this.port}`);
+    await until(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`nats-server exited with ${child.exitCode}: ${this.log().slice(-500)}`);
+        return answers(this.port);
+      },
+      10_000,
+      `nats-server on port ${this.port}`,
+    );
   }
 
   /** Stops the server (SIGTERM: it flushes its store, as an orchestrator's stop does). */
@@ -149,10 +155,14 @@ export class ServiceProcesses {
     child.stderr?.pipe(out);
     const p = { name, child, port, logFile };
     this.processes.push(p);
-    await until(async () => {
-      if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}: ${this.logOf(p).slice(-1000)}`);
-      return this.ready(p);
-    }, 60_000, `${name} to be ready`);
+    await until(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}: ${this.logOf(p).slice(-1000)}`);
+        return this.ready(p);
+      },
+      60_000,
+      `${name} to be ready`,
+    );
     return p;
   }
 

@@ -20,7 +20,12 @@ const program = new Command()
 
 async function withClient<T>(fn: (client: ConclaveClient, json: boolean) => Promise<T>): Promise<T> {
   const opts = program.opts<{ nats: string; prefix: string; streamSuffix: string; json: boolean; token?: string }>();
-  const client = await ConclaveClient.connect({ servers: opts.nats, prefix: opts.prefix, streamSuffix: opts.streamSuffix, sign: humanTokenHeaders(opts.token) });
+  const client = await ConclaveClient.connect({
+    servers: opts.nats,
+    prefix: opts.prefix,
+    streamSuffix: opts.streamSuffix,
+    sign: humanTokenHeaders(opts.token),
+  });
   try {
     return await fn(client, opts.json);
   } finally {
@@ -36,7 +41,10 @@ program
       const decisions = await runDemo(client, (line) => !json && console.log(line));
       if (json) decisions.forEach((d) => console.log(JSON.stringify(d)));
       const { streamSuffix } = program.opts<{ streamSuffix: string }>();
-      const council = await runCouncilDemo(client.nc, (line) => !json && console.log(line), { prefix: process.env['CONCLAVE_COUNCIL_PREFIX'], streamSuffix });
+      const council = await runCouncilDemo(client.nc, (line) => !json && console.log(line), {
+        prefix: process.env['CONCLAVE_COUNCIL_PREFIX'],
+        streamSuffix,
+      });
       if (json) console.log(JSON.stringify(council));
     }),
   );
@@ -48,7 +56,8 @@ program
     withClient(async (client, json) => {
       const proposal = await client.get(id);
       console.log(json ? JSON.stringify(proposal) : JSON.stringify(proposal, null, 2));
-      const key = (proposal.resolution?.outcome ?? (proposal.status === 'pending' ? 'pending' : proposal.status)) as keyof typeof OUTCOME_EXIT_CODES;
+      const key = (proposal.resolution?.outcome ??
+        (proposal.status === 'pending' ? 'pending' : proposal.status)) as keyof typeof OUTCOME_EXIT_CODES;
       process.exitCode = OUTCOME_EXIT_CODES[key] ?? 1;
     }),
   );

@@ -87,15 +87,7 @@ export { isSameResponse, isSameSubmission } from './lib/idempotent-retry';
 // weighted voting (spec 6), exact decimals (DESIGN section 2)
 export type { ExactDecimal } from './lib/exact-decimal';
 export { compare as compareExact, decimalFromNumber, toDecimalString, toNumber as exactToNumber } from './lib/exact-decimal';
-export {
-  EMPTY_TALLY,
-  addVote,
-  clampFactor,
-  computeWeight,
-  determineOutcome,
-  reportedVotes,
-  tallyVotes,
-} from './lib/weighted-voting';
+export { EMPTY_TALLY, addVote, clampFactor, computeWeight, determineOutcome, reportedVotes, tallyVotes } from './lib/weighted-voting';
 export type { ComputedWeight, VoteTally, WeightFactors } from './lib/weighted-voting';
 
 // quorum policies (spec 7, 18.1)

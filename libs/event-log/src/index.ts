@@ -36,12 +36,7 @@ export { EventStoreDbEventLog, type EventStoreDbEventLogOptions } from './events
 export { eventIdToUuid } from './eventstoredb/event-id-uuid';
 export type { Checkpoint, CheckpointStore, LoadedCheckpoint } from './projection/checkpoint-store';
 export { InMemoryCheckpointStore } from './projection/memory-checkpoint-store';
-export {
-  AggregateCache,
-  type AggregateCacheOptions,
-  type AggregateCacheStats,
-  type LoadedAggregate,
-} from './cache/aggregate-cache';
+export { AggregateCache, type AggregateCacheOptions, type AggregateCacheStats, type LoadedAggregate } from './cache/aggregate-cache';
 export { type LoadOptions } from './cache/aggregate-cache';
 export {
   CommandConflictError,

@@ -1,8 +1,24 @@
 export { ConclaveClient } from './lib/conclave-client';
-export type { ConclaveClientOptions, ProposeInput, VoteInput, ListQuery, DecisionsOptions, EscalationQuery, EscalationSummary, EscalationView } from './lib/conclave-client';
+export type {
+  ConclaveClientOptions,
+  ProposeInput,
+  VoteInput,
+  ListQuery,
+  DecisionsOptions,
+  EscalationQuery,
+  EscalationSummary,
+  EscalationView,
+} from './lib/conclave-client';
 export { ConclaveError, ConclaveUnavailableError } from './lib/conclave-error';
 export { CouncilMember, CouncilClient, CouncilRequestError } from './lib/council-member';
-export type { CouncilTask, CouncilTaskContext, CouncilTaskHandler, CouncilMemberOptions, CouncilVerdict, CouncilDecisionMessage } from './lib/council-member';
+export type {
+  CouncilTask,
+  CouncilTaskContext,
+  CouncilTaskHandler,
+  CouncilMemberOptions,
+  CouncilVerdict,
+  CouncilDecisionMessage,
+} from './lib/council-member';
 export * from './lib/scripted-members';
 export { ed25519Signer, generateParticipantKeys, jwtSigner, signPayload } from './lib/signing';
 export type { ParticipantKeyPair, PrivateKeyInput, SignerOptions } from './lib/signing';

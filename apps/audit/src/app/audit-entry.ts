@@ -37,7 +37,10 @@ export function auditContentOf(stored: StoredEvent, payloadHashes: Map<string, s
       action: `rejected:${String(data['command'])}`,
       outcome: 'rejected',
       payload_hash: typeof data['body_hash'] === 'string' ? (data['body_hash'] as string) : null,
-      error: error.field === undefined ? { code: error.code, message: error.message } : { code: error.code, message: error.message, field: error.field },
+      error:
+        error.field === undefined
+          ? { code: error.code, message: error.message }
+          : { code: error.code, message: error.message, field: error.field },
       authenticated: data['authenticated'] === true,
     };
   }
@@ -96,11 +99,20 @@ function rejectionProblem(v: unknown): string | undefined {
   const d = e['data'] as Record<string, unknown> | undefined;
   if (typeof d !== 'object' || d === null) return 'data missing';
   if (!boundedString(d['command'], MAX_ID)) return 'data.command missing or too long';
-  if (d['proposal_id'] !== null && d['proposal_id'] !== undefined && !boundedString(d['proposal_id'], MAX_ID)) return 'data.proposal_id too long';
+  if (d['proposal_id'] !== null && d['proposal_id'] !== undefined && !boundedString(d['proposal_id'], MAX_ID))
+    return 'data.proposal_id too long';
   if (typeof d['authenticated'] !== 'boolean') return 'data.authenticated is not a boolean';
-  if (d['body_hash'] !== null && d['body_hash'] !== undefined && !(typeof d['body_hash'] === 'string' && HEX64.test(d['body_hash']))) return 'data.body_hash is not a SHA-256';
+  if (d['body_hash'] !== null && d['body_hash'] !== undefined && !(typeof d['body_hash'] === 'string' && HEX64.test(d['body_hash'])))
+    return 'data.body_hash is not a SHA-256';
   const err = d['error'] as Record<string, unknown> | undefined;
-  if (typeof err !== 'object' || err === null || !boundedString(err['code'], 64) || typeof err['message'] !== 'string' || err['message'].length > MAX_MESSAGE) return 'data.error malformed';
+  if (
+    typeof err !== 'object' ||
+    err === null ||
+    !boundedString(err['code'], 64) ||
+    typeof err['message'] !== 'string' ||
+    err['message'].length > MAX_MESSAGE
+  )
+    return 'data.error malformed';
   if (err['field'] !== undefined && !boundedString(err['field'], MAX_ID)) return 'data.error.field malformed';
   return undefined;
 }

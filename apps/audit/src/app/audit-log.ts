@@ -2,7 +2,18 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import type { StoredEvent } from '@conclave/event-log';
 import { ensureStream } from '@conclave/messaging';
 import { AuditEntry, chainEntry, GENESIS_HASH } from '@conclave/registry-protocol';
-import { ConclaveMetrics, METRICS, NATS_CONNECTION, Reactor, Reactors, Readiness, rejectionsStream, SERVICE_CONFIG, ServiceConfig, sha256Hex } from '@conclave/service-kit';
+import {
+  ConclaveMetrics,
+  METRICS,
+  NATS_CONNECTION,
+  Reactor,
+  Reactors,
+  Readiness,
+  rejectionsStream,
+  SERVICE_CONFIG,
+  ServiceConfig,
+  sha256Hex,
+} from '@conclave/service-kit';
 import { ConsumerMessages, consumerOpts, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import { auditContentOf, rejectionEventOf } from './audit-entry';
 
@@ -137,7 +148,15 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     if (seq <= this.lastRejectionSeq) return;
     // Validated, forced to a rejection; a malformed message is recorded as such, never thrown.
     const event = rejectionEventOf(data, seq, new Date().toISOString()) as StoredEvent['event'];
-    await this.write({ stream: this.rejections.stream, category: 'rejection', event, position: String(seq), version: String(seq), previous: undefined, endOfCommit: true });
+    await this.write({
+      stream: this.rejections.stream,
+      category: 'rejection',
+      event,
+      position: String(seq),
+      version: String(seq),
+      previous: undefined,
+      endOfCommit: true,
+    });
     this.lastRejectionSeq = seq;
   }
 
@@ -154,7 +173,8 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
         break;
       } catch (err) {
         if (this.stopping) throw err;
-        if (attempt === 1 || attempt % 20 === 0) this.logger.warn(`audit entry ${entry.seq} not stored yet (attempt ${attempt}): ${(err as Error).message}`);
+        if (attempt === 1 || attempt % 20 === 0)
+          this.logger.warn(`audit entry ${entry.seq} not stored yet (attempt ${attempt}): ${(err as Error).message}`);
         await new Promise((r) => setTimeout(r, Math.min(2_000, 50 * 2 ** Math.min(attempt, 6))));
       }
     }
@@ -221,7 +241,8 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
 
   private remember(entry: AuditEntry): void {
     this.entries.push(entry);
-    if (entry.proposal_id && entry.payload_hash && entry.action === 'ProposalSubmitted') this.payloadHashes.set(entry.proposal_id, entry.payload_hash);
+    if (entry.proposal_id && entry.payload_hash && entry.action === 'ProposalSubmitted')
+      this.payloadHashes.set(entry.proposal_id, entry.payload_hash);
     if (entry.stream === this.rejections.stream) this.lastRejectionSeq = Number(entry.position);
     else if (entry.position !== undefined) this.lastLogPosition = entry.position;
   }

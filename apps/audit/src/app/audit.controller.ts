@@ -85,7 +85,8 @@ function parseQuery(input: unknown): AuditQuery {
     }
   }
   if (b['outcome'] !== undefined) {
-    if (b['outcome'] !== 'recorded' && b['outcome'] !== 'rejected') throw new AcpError('SCHEMA_VIOLATION', 'outcome must be recorded or rejected', 'outcome');
+    if (b['outcome'] !== 'recorded' && b['outcome'] !== 'rejected')
+      throw new AcpError('SCHEMA_VIOLATION', 'outcome must be recorded or rejected', 'outcome');
     q.outcome = b['outcome'];
   }
   for (const f of ['after_seq', 'limit'] as const) {

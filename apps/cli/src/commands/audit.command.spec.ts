@@ -7,14 +7,35 @@ const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 function chain(n: number): AuditEntry[] {
   const entries: AuditEntry[] = [];
   for (let i = 0; i < n; i++) {
-    entries.push(chainEntry(entries[i - 1], { actor: 'alice', action: 'ProposalSubmitted', outcome: 'recorded', proposal_id: null, timestamp: '2026-01-01T00:00:00.000Z', payload_hash: null, stream: 's', source_id: `e${i}` }, sha256));
+    entries.push(
+      chainEntry(
+        entries[i - 1],
+        {
+          actor: 'alice',
+          action: 'ProposalSubmitted',
+          outcome: 'recorded',
+          proposal_id: null,
+          timestamp: '2026-01-01T00:00:00.000Z',
+          payload_hash: null,
+          stream: 's',
+          source_id: `e${i}`,
+        },
+        sha256,
+      ),
+    );
   }
   return entries;
 }
 
 describe('conclave audit verify without --head', () => {
   it('given an intact export, then it is OK', () => {
-    expect(verifyAuditJsonl(chain(3).map((e) => JSON.stringify(e)).join('\n') + '\n')).toMatchObject({ ok: true, entries: 3 });
+    expect(
+      verifyAuditJsonl(
+        chain(3)
+          .map((e) => JSON.stringify(e))
+          .join('\n') + '\n',
+      ),
+    ).toMatchObject({ ok: true, entries: 3 });
   });
 
   it('given an empty file or one of blank lines, then it is refused with a clear message', () => {

@@ -14,7 +14,13 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 export function verifyAuditJsonl(text: string, expectedHead?: string): VerifyResult {
   const lines = text.split('\n').filter((l) => l.trim().length > 0);
   if (lines.length === 0) {
-    return { ok: false, index: 0, seq: null, problem: 'malformed', message: 'the file holds no entries: an export holds at least one (empty or truncated file?)' };
+    return {
+      ok: false,
+      index: 0,
+      seq: null,
+      problem: 'malformed',
+      message: 'the file holds no entries: an export holds at least one (empty or truncated file?)',
+    };
   }
   const entries: unknown[] = [];
   for (const [i, line] of lines.entries()) {
@@ -25,7 +31,13 @@ export function verifyAuditJsonl(text: string, expectedHead?: string): VerifyRes
     }
     const duplicate = duplicateKey(line);
     if (duplicate !== undefined) {
-      return { ok: false, index: i, seq: null, problem: 'malformed', message: `line ${i + 1} has the key "${duplicate}" twice in one object` };
+      return {
+        ok: false,
+        index: i,
+        seq: null,
+        problem: 'malformed',
+        message: `line ${i + 1} has the key "${duplicate}" twice in one object`,
+      };
     }
   }
   return verifyChain(entries, sha256, expectedHead ? { expectedHead } : {});
@@ -61,7 +73,8 @@ export function duplicateKey(json: string): string | undefined {
 
 export function describeVerification(r: VerifyResult): string {
   if (r.ok) return `OK: ${r.entries} entries, chain intact, head ${r.head}`;
-  const where = r.problem === 'head-mismatch' ? 'at the end of the file' : `at line ${r.index + 1}${r.seq !== null ? ` (seq ${r.seq})` : ''}`;
+  const where =
+    r.problem === 'head-mismatch' ? 'at the end of the file' : `at line ${r.index + 1}${r.seq !== null ? ` (seq ${r.seq})` : ''}`;
   return `BROKEN ${where}: ${r.problem}: ${r.message}`;
 }
 
@@ -71,7 +84,9 @@ export function registerAuditCommands(program: Command): void {
 
   audit
     .command('verify <file>')
-    .description('check a JSONL export: reports the first entry where a modification, deletion, insertion or reordering breaks the chain, an empty file or a line with a key twice (exit 0 intact, 3 broken)')
+    .description(
+      'check a JSONL export: reports the first entry where a modification, deletion, insertion or reordering breaks the chain, an empty file or a line with a key twice (exit 0 intact, 3 broken)',
+    )
     .option('--head <hash>', 'the head hash obtained independently (conclave audit head): also detects a cut tail')
     .action((file: string, o: { head?: string }) => {
       const result = verifyAuditJsonl(readFileSync(file, 'utf8'), o.head);
@@ -89,7 +104,10 @@ export function registerAuditCommands(program: Command): void {
         const lines: string[] = [];
         let after: number | null = 0;
         while (after !== null) {
-          const page: { entries: AuditEntry[]; next_after_seq: number | null } = await client.call(AUDIT_PATTERNS.query, { after_seq: after, limit: 1000 });
+          const page: { entries: AuditEntry[]; next_after_seq: number | null } = await client.call(AUDIT_PATTERNS.query, {
+            after_seq: after,
+            limit: 1000,
+          });
           lines.push(...page.entries.map((e) => JSON.stringify(e)));
           after = page.next_after_seq;
         }
@@ -109,9 +127,19 @@ export function registerAuditCommands(program: Command): void {
     .option('--limit <n>', 'page size', Number)
     .action((o: { proposal?: string; actor?: string; action?: string; outcome?: string; limit?: number }) =>
       withSignedClient(program, async (client, json) => {
-        const page = await client.call<{ entries: AuditEntry[] }>(AUDIT_PATTERNS.query, { proposal_id: o.proposal, actor: o.actor, action: o.action, outcome: o.outcome, limit: o.limit });
+        const page = await client.call<{ entries: AuditEntry[] }>(AUDIT_PATTERNS.query, {
+          proposal_id: o.proposal,
+          actor: o.actor,
+          action: o.action,
+          outcome: o.outcome,
+          limit: o.limit,
+        });
         for (const e of page.entries) {
-          console.log(json ? JSON.stringify(e) : `${String(e.seq).padStart(6)}  ${e.timestamp}  ${e.actor.padEnd(20)} ${e.action.padEnd(24)} ${e.proposal_id ?? '-'}${e.error ? `  ${e.error.code}: ${e.error.message}` : ''}`);
+          console.log(
+            json
+              ? JSON.stringify(e)
+              : `${String(e.seq).padStart(6)}  ${e.timestamp}  ${e.actor.padEnd(20)} ${e.action.padEnd(24)} ${e.proposal_id ?? '-'}${e.error ? `  ${e.error.code}: ${e.error.message}` : ''}`,
+          );
         }
       }),
     );
@@ -119,5 +147,9 @@ export function registerAuditCommands(program: Command): void {
   audit
     .command('head')
     .description('the current head (seq and hash): keep it elsewhere to anchor later verifications')
-    .action(() => withSignedClient(program, async (client) => console.log(JSON.stringify((await client.call<{ head: unknown }>(AUDIT_PATTERNS.head)).head))));
+    .action(() =>
+      withSignedClient(program, async (client) =>
+        console.log(JSON.stringify((await client.call<{ head: unknown }>(AUDIT_PATTERNS.head)).head)),
+      ),
+    );
 }

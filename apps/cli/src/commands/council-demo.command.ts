@@ -18,7 +18,11 @@ const DISSENT = 'skeptic: dual writes may still drift under peak load; discrimin
  * decision); the DecisionRecord is read from the COUNCIL_DECISIONS stream and printed with its
  * dissent.
  */
-export async function runCouncilDemo(nc: NatsConnection, print: (line: string) => void, options: CouncilDemoOptions = {}): Promise<CouncilDecisionMessage> {
+export async function runCouncilDemo(
+  nc: NatsConnection,
+  print: (line: string) => void,
+  options: CouncilDemoOptions = {},
+): Promise<CouncilDecisionMessage> {
   const prefix = options.prefix ?? 'council';
   const proposers = ['demo-builder', 'demo-skeptic', 'demo-operator'];
   const chair = 'demo-chair';
@@ -33,7 +37,11 @@ export async function runCouncilDemo(nc: NatsConnection, print: (line: string) =
   const timer = setTimeout(() => void messages.close(), timeoutMs);
   try {
     const goal = scriptedGoalContract({ goal_contract_id: 'gc-demo' });
-    const runId = await new CouncilClient(nc, prefix).start({ goal_contract: goal, panel: scriptedPanel({ proposers, chair }), policy: { stage_timeout_ms: 10_000 } });
+    const runId = await new CouncilClient(nc, prefix).start({
+      goal_contract: goal,
+      panel: scriptedPanel({ proposers, chair }),
+      policy: { stage_timeout_ms: 10_000 },
+    });
     print(`council run ${runId}: "${goal.question}" with ${proposers.join(', ')} and chair ${chair}`);
     for await (const m of messages) {
       const d = m.json<CouncilDecisionMessage>();
@@ -51,24 +59,26 @@ export async function runCouncilDemo(nc: NatsConnection, print: (line: string) =
 
 /** A DecisionRecord for people: decision, grounding, dissent, actions, reversal and stop-loss. */
 export function formatCouncilDecision(d: CouncilDecisionMessage): string[] {
-  const lines = [`COUNCIL ${d.terminal_state.toUpperCase()} (${d.reason})  [run ${d.run_id}, best checkpoint ${d.best_checkpoint_id ?? 'none'}]`];
-  const r = d.decision_record as
-    | {
-        decision: string;
-        selected_path: string;
-        chair_mode?: string;
-        confidence: string;
-        grounded_in: string[];
-        unresolved_dissent: (string | { description: string })[];
-        actions: string[];
-        reversal_signals: string[];
-        stop_loss_conditions: string[];
-        member_failures?: { member_id: string; stage: string; reason: string }[];
-      }
-    | null;
+  const lines = [
+    `COUNCIL ${d.terminal_state.toUpperCase()} (${d.reason})  [run ${d.run_id}, best checkpoint ${d.best_checkpoint_id ?? 'none'}]`,
+  ];
+  const r = d.decision_record as {
+    decision: string;
+    selected_path: string;
+    chair_mode?: string;
+    confidence: string;
+    grounded_in: string[];
+    unresolved_dissent: (string | { description: string })[];
+    actions: string[];
+    reversal_signals: string[];
+    stop_loss_conditions: string[];
+    member_failures?: { member_id: string; stage: string; reason: string }[];
+  } | null;
   if (!r) return [...lines, `  no decision record${d.note ? `: ${d.note}` : ''}`];
   lines.push(`  decision:    ${r.decision}`);
-  lines.push(`  selected:    ${r.selected_path}${r.chair_mode ? ` (${r.chair_mode})` : ''}, confidence ${r.confidence}, grounded in ${r.grounded_in.join(', ')}`);
+  lines.push(
+    `  selected:    ${r.selected_path}${r.chair_mode ? ` (${r.chair_mode})` : ''}, confidence ${r.confidence}, grounded in ${r.grounded_in.join(', ')}`,
+  );
   for (const x of r.unresolved_dissent) lines.push(`  dissent:     ${typeof x === 'string' ? x : x.description}`);
   if (r.unresolved_dissent.length === 0) lines.push('  dissent:     none');
   for (const a of r.actions) lines.push(`  action:      ${a}`);

@@ -37,8 +37,12 @@ export function registerCouncilCommands(program: Command): void {
       if (program.opts<{ json: boolean }>().json) console.log(JSON.stringify(report));
       else {
         const c = report.counts;
-        console.log(`${report.valid ? 'VALID' : 'INVALID'} RunRecord ${file}: level ${report.level ?? '?'}, terminal ${report.terminal_state ?? '?'}`);
-        console.log(`  ${c.candidates} candidates, ${c.revisions} revisions, ${c.reviews} reviews, ${c.conflict_maps} conflict maps, ${c.frame_checks} frame checks`);
+        console.log(
+          `${report.valid ? 'VALID' : 'INVALID'} RunRecord ${file}: level ${report.level ?? '?'}, terminal ${report.terminal_state ?? '?'}`,
+        );
+        console.log(
+          `  ${c.candidates} candidates, ${c.revisions} revisions, ${c.reviews} reviews, ${c.conflict_maps} conflict maps, ${c.frame_checks} frame checks`,
+        );
         for (const p of report.problems) console.log(`  ${p.code} at ${p.path || '(root)'}: ${p.message}`);
       }
       process.exitCode = report.valid ? 0 : 3;

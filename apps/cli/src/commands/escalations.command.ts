@@ -7,7 +7,9 @@ export function formatEscalation(e: EscalationSummary): string {
   const who = e.assignees.length > 0 ? e.assignees.join(',') : 'anyone';
   const next = e.next_step_due_at ? `  next step ${e.next_step_due_at}` : '';
   const signed = e.sign_offs.length > 0 ? `  signed ${e.sign_offs.map((s) => `${s.by}:${s.outcome}`).join(',')}` : '';
-  const closed = e.resolution ? `  ${e.resolution.outcome.toUpperCase()}${e.resolution.resolved_by ? ` by ${e.resolution.resolved_by}` : ''}` : '';
+  const closed = e.resolution
+    ? `  ${e.resolution.outcome.toUpperCase()}${e.resolution.resolved_by ? ` by ${e.resolution.resolved_by}` : ''}`
+    : '';
   return `${e.proposal_id}  ${e.status.padEnd(8)} ${e.escalation.reason.padEnd(11)} ${e.domain}  -> ${who}  since ${e.escalation.escalated_at}${next}${signed}${closed}`;
 }
 

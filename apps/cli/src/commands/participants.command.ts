@@ -25,7 +25,11 @@ export async function withSignedClient<T>(program: Command, fn: (client: Conclav
   }
 }
 
-const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
+const list = (v: string) =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /** `conclave participants keygen|add|grant|revoke|rotate-key|list|show` (docs/security.md). */
 export function registerParticipantCommands(program: Command): void {
@@ -60,7 +64,16 @@ export function registerParticipantCommands(program: Command): void {
     .option('--name <display_name>')
     .action((id: string, o: { publicKey: string; roles: string; clearance?: string; name?: string }) =>
       run(async (client, json) =>
-        show(json, await client.call(REGISTRY_PATTERNS.register, { participant_id: id, public_key: o.publicKey, roles: list(o.roles), clearance: o.clearance, display_name: o.name })),
+        show(
+          json,
+          await client.call(REGISTRY_PATTERNS.register, {
+            participant_id: id,
+            public_key: o.publicKey,
+            roles: list(o.roles),
+            clearance: o.clearance,
+            display_name: o.name,
+          }),
+        ),
       ),
     );
 
@@ -95,7 +108,8 @@ export function registerParticipantCommands(program: Command): void {
     .action((id: string, o: { key?: string; domain?: string; all?: boolean; reason?: string }) =>
       run(async (client, json) => {
         if ([o.key, o.domain, o.all].filter(Boolean).length !== 1) throw new Error('give exactly one of --key, --domain, --all');
-        if (o.key) return show(json, await client.call(REGISTRY_PATTERNS.revokeKey, { participant_id: id, key_id: o.key, reason: o.reason }));
+        if (o.key)
+          return show(json, await client.call(REGISTRY_PATTERNS.revokeKey, { participant_id: id, key_id: o.key, reason: o.reason }));
         if (o.domain) return show(json, await client.call(REGISTRY_PATTERNS.revokeGrant, { participant_id: id, domain: o.domain }));
         return show(json, await client.call(REGISTRY_PATTERNS.deactivate, { participant_id: id, reason: o.reason }));
       }),
@@ -106,7 +120,9 @@ export function registerParticipantCommands(program: Command): void {
     .description('replace the active key (the old one stops working at once); the participant itself or an administrator')
     .requiredOption('--public-key <key>', 'the new Ed25519 public key, base64url')
     .action((id: string, o: { publicKey: string }) =>
-      run(async (client, json) => show(json, await client.call(REGISTRY_PATTERNS.rotateKey, { participant_id: id, public_key: o.publicKey }))),
+      run(async (client, json) =>
+        show(json, await client.call(REGISTRY_PATTERNS.rotateKey, { participant_id: id, public_key: o.publicKey })),
+      ),
     );
 
   participants
@@ -114,12 +130,24 @@ export function registerParticipantCommands(program: Command): void {
     .description('every participant with roles, clearance, keys and grants (administrator)')
     .action(() =>
       run(async (client, json) => {
-        const { participants: all } = await client.call<{ participants: Array<{ participant_id: string; roles: string[]; clearance: string; grants: Record<string, { actions: string[]; domain_authority: number; trust_score: number }>; keys: Array<{ key_id: string; status: string }> }> }>(REGISTRY_PATTERNS.list);
+        const { participants: all } = await client.call<{
+          participants: Array<{
+            participant_id: string;
+            roles: string[];
+            clearance: string;
+            grants: Record<string, { actions: string[]; domain_authority: number; trust_score: number }>;
+            keys: Array<{ key_id: string; status: string }>;
+          }>;
+        }>(REGISTRY_PATTERNS.list);
         if (json) return console.log(JSON.stringify(all));
         for (const p of all) {
-          const grants = Object.values(p.grants).map((g) => `${Object.keys(p.grants).find((d) => p.grants[d] === g)}(${g.domain_authority}/${g.trust_score})`);
+          const grants = Object.values(p.grants).map(
+            (g) => `${Object.keys(p.grants).find((d) => p.grants[d] === g)}(${g.domain_authority}/${g.trust_score})`,
+          );
           const keys = p.keys.map((k) => `${k.key_id}:${k.status}`).join(' ');
-          console.log(`${p.participant_id.padEnd(24)} ${p.roles.join(',').padEnd(28)} ${p.clearance.padEnd(12)} ${keys.padEnd(20)} ${grants.join(' ')}`);
+          console.log(
+            `${p.participant_id.padEnd(24)} ${p.roles.join(',').padEnd(28)} ${p.clearance.padEnd(12)} ${keys.padEnd(20)} ${grants.join(' ')}`,
+          );
         }
       }),
     );

@@ -5,7 +5,9 @@ import type { Print } from './escalations.command';
 
 /** Exit code of a proposal as it stands (0 approved, 10 rejected, 11 escalated, 12 expired, 13 pending). */
 export function exitCodeOf(proposal: Pick<Proposal, 'status' | 'resolution'>): number {
-  const key = (proposal.status === 'pending' ? 'pending' : (proposal.resolution?.outcome ?? proposal.status)) as keyof typeof OUTCOME_EXIT_CODES;
+  const key = (
+    proposal.status === 'pending' ? 'pending' : (proposal.resolution?.outcome ?? proposal.status)
+  ) as keyof typeof OUTCOME_EXIT_CODES;
   return OUTCOME_EXIT_CODES[key] ?? 1;
 }
 
@@ -22,7 +24,13 @@ export interface ResolveOptions {
  * the open escalation (its id and payload hash are read first). Exit code: the proposal's outcome
  * after it (11 while an M-of-N sign-off still waits for others); 2 on a refused command.
  */
-export async function resolveEscalation(client: ConclaveClient, proposalId: string, o: ResolveOptions, json: boolean, print: Print): Promise<number> {
+export async function resolveEscalation(
+  client: ConclaveClient,
+  proposalId: string,
+  o: ResolveOptions,
+  json: boolean,
+  print: Print,
+): Promise<number> {
   if (Boolean(o.approve) === Boolean(o.reject)) throw new UsageError('say --approve or --reject (exactly one)');
   if (!o.note || o.note.trim().length === 0) throw new UsageError('--note is required: say why');
   const { binding } = await client.escalation(proposalId);
@@ -50,8 +58,15 @@ export interface WaitOptions {
  * code, so a CI pipeline can gate on it (0 approved, 10 rejected, 11 escalated, 12 expired,
  * 13 still pending at the timeout). With --final an escalation is waited through.
  */
-export async function waitForOutcome(client: ConclaveClient, proposalId: string, o: WaitOptions, json: boolean, print: Print): Promise<number> {
-  const settled = (p: Pick<Proposal, 'status'>) => p.status === 'resolved' || p.status === 'expired' || (p.status === 'escalated' && !o.final);
+export async function waitForOutcome(
+  client: ConclaveClient,
+  proposalId: string,
+  o: WaitOptions,
+  json: boolean,
+  print: Print,
+): Promise<number> {
+  const settled = (p: Pick<Proposal, 'status'>) =>
+    p.status === 'resolved' || p.status === 'expired' || (p.status === 'escalated' && !o.final);
   const report = (code: number, line: string, body: unknown) => (print(json ? JSON.stringify(body) : line), code);
   // Follow decisions from a little before now, so one made while the consumer starts is not missed.
   const proposal = await client.get(proposalId);
@@ -104,4 +119,3 @@ function outcomeOf(p: Proposal): Record<string, unknown> {
 export class UsageError extends Error {
   readonly exitCode = 64;
 }
-

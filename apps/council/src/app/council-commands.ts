@@ -1,5 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { COUNCIL_COMMAND_TYPES as C, CouncilError, EMPTY_RUN, RunRecord, decide, foldRun, runReaderRole, runRecordFor } from '@conclave/council-protocol';
+import {
+  COUNCIL_COMMAND_TYPES as C,
+  CouncilError,
+  EMPTY_RUN,
+  RunRecord,
+  decide,
+  foldRun,
+  runReaderRole,
+  runRecordFor,
+} from '@conclave/council-protocol';
 import { ConcurrencyError } from '@conclave/event-log';
 import { CommandContext, IDS, IdGenerator, Identity } from '@conclave/service-kit';
 import { RunDriver } from './run-driver';
@@ -9,7 +18,8 @@ import { RunRepository } from './run-repository';
 const RUN_ID = /^[A-Za-z0-9_]{1,100}$/;
 
 function body(input: unknown): Record<string, unknown> {
-  if (input === null || typeof input !== 'object' || Array.isArray(input)) throw new CouncilError('SCHEMA_VIOLATION', 'the request body must be a JSON object');
+  if (input === null || typeof input !== 'object' || Array.isArray(input))
+    throw new CouncilError('SCHEMA_VIOLATION', 'the request body must be a JSON object');
   return input as Record<string, unknown>;
 }
 
@@ -21,7 +31,8 @@ function text(o: Record<string, unknown>, field: string): string {
 
 function runIdOf(o: Record<string, unknown>): string {
   const id = text(o, 'run_id');
-  if (!RUN_ID.test(id)) throw new CouncilError('SCHEMA_VIOLATION', 'must be letters, digits and _ (it names the stream council-run-<id>)', 'run_id');
+  if (!RUN_ID.test(id))
+    throw new CouncilError('SCHEMA_VIOLATION', 'must be letters, digits and _ (it names the stream council-run-<id>)', 'run_id');
   return id;
 }
 
@@ -52,7 +63,16 @@ export class CouncilCommands {
     const run_id = o['run_id'] === undefined ? this.ids.next() : runIdOf(o);
     const actor = await this.actor(identity, o);
     const events = decide(
-      { type: C.StartRun, run_id, goal_contract: o['goal_contract'], panel: o['panel'], policy: o['policy'], seed: this.ids.next(), actor, now: this.context.now() },
+      {
+        type: C.StartRun,
+        run_id,
+        goal_contract: o['goal_contract'],
+        panel: o['panel'],
+        policy: o['policy'],
+        seed: this.ids.next(),
+        actor,
+        now: this.context.now(),
+      },
       EMPTY_RUN,
     );
     try {
@@ -140,7 +160,8 @@ export class CouncilCommands {
   private async actor(identity: Identity, o: Record<string, unknown>): Promise<string> {
     const declared = o['actor'];
     if (declared === undefined) return identity.participant_id;
-    if (typeof declared !== 'string' || declared.trim() === '') throw new CouncilError('SCHEMA_VIOLATION', 'must be a non-empty string', 'actor');
+    if (typeof declared !== 'string' || declared.trim() === '')
+      throw new CouncilError('SCHEMA_VIOLATION', 'must be a non-empty string', 'actor');
     return (await this.context.actAs(identity, declared, 'actor')).participant_id;
   }
 }

@@ -55,7 +55,13 @@ export class CouncilController {
     return this.run('council.interrupt', body, request, declaredActor(body), (who) => this.commands.interrupt(body, who));
   }
 
-  private async run<T extends object>(command: string, body: unknown, request: PlainNatsContext, declared: string | undefined, handle: (identity: Identity) => Promise<T>) {
+  private async run<T extends object>(
+    command: string,
+    body: unknown,
+    request: PlainNatsContext,
+    declared: string | undefined,
+    handle: (identity: Identity) => Promise<T>,
+  ) {
     let identity: Identity | undefined;
     try {
       identity = await this.context.authenticate(request, declared);

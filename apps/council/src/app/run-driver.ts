@@ -329,7 +329,14 @@ class RunLoop {
 
   /** A refused answer is a fact of the run with its spend (the member may still correct it). */
   private async recordRefusal(request: CouncilTaskRequest, memberId: string, msg: Msg, error: CouncilErrorBody): Promise<void> {
-    await this.execute((_s, now) => ({ type: C.RecordRefusedAnswer, task_id: request.task_id, member_id: memberId, error, usage: usageOf(msg), now })).catch((e: unknown) => {
+    await this.execute((_s, now) => ({
+      type: C.RecordRefusedAnswer,
+      task_id: request.task_id,
+      member_id: memberId,
+      error,
+      usage: usageOf(msg),
+      now,
+    })).catch((e: unknown) => {
       if (!(e instanceof CouncilError) && !(e instanceof Stopped)) this.failed(`refusal of ${request.task_id}`, e);
     });
   }
@@ -337,10 +344,13 @@ class RunLoop {
   /** No responders or another transport failure is a member failure; a plain timeout is left to the deadline. */
   private async onTransportError(request: CouncilTaskRequest, memberId: string, err: NatsError): Promise<void> {
     if (this.stopped || err.code === ErrorCode.Timeout || this.deps.nc.isClosed()) return;
-    const detail = err.code === ErrorCode.NoResponders ? `no member listening on the task subject (${memberId})` : `transport error: ${err.message}`;
-    await this.execute((_s, now) => ({ type: C.ReportTaskFailure, task_id: request.task_id, member_id: memberId, detail, now })).catch((e: unknown) => {
-      if (!(e instanceof CouncilError) && !(e instanceof Stopped)) throw e;
-    });
+    const detail =
+      err.code === ErrorCode.NoResponders ? `no member listening on the task subject (${memberId})` : `transport error: ${err.message}`;
+    await this.execute((_s, now) => ({ type: C.ReportTaskFailure, task_id: request.task_id, member_id: memberId, detail, now })).catch(
+      (e: unknown) => {
+        if (!(e instanceof CouncilError) && !(e instanceof Stopped)) throw e;
+      },
+    );
   }
 }
 
@@ -371,7 +381,14 @@ function replyCommand(request: CouncilTaskRequest, memberId: string, msg: Msg, n
     return { type: C.ReportTaskFailure, task_id: request.task_id, member_id: memberId, detail, usage: o['usage'] as never, now };
   }
   if (o && o['ok'] === true && 'artifact' in o) {
-    return { type: C.SubmitTaskResult, task_id: request.task_id, member_id: memberId, artifact: o['artifact'], usage: o['usage'] as never, now };
+    return {
+      type: C.SubmitTaskResult,
+      task_id: request.task_id,
+      member_id: memberId,
+      artifact: o['artifact'],
+      usage: o['usage'] as never,
+      now,
+    };
   }
   return { type: C.SubmitTaskResult, task_id: request.task_id, member_id: memberId, artifact: body, now };
 }
@@ -511,7 +528,8 @@ export class RunDriver implements BeforeApplicationShutdown {
     const held = this.held.get(runId);
     this.held.delete(runId);
     if (!release && loop) await loop.stop();
-    if (release && held) await this.leases.release(held.lease).catch((err: Error) => this.logger.warn(`lease of run ${runId} not released: ${err.message}`));
+    if (release && held)
+      await this.leases.release(held.lease).catch((err: Error) => this.logger.warn(`lease of run ${runId} not released: ${err.message}`));
   }
 
   private scheduleRenewals(): void {

@@ -24,7 +24,7 @@ describe('RunLeases: one council replica drives a run (JetStream KV, real NATS)'
     await nc.drain();
   });
 
-  it('given a run leased by replica A, when B tries to take it, then B is refused until A\'s lease expires', async () => {
+  it("given a run leased by replica A, when B tries to take it, then B is refused until A's lease expires", async () => {
     const [a, b] = [replica(), replica()];
     const lease = await a.acquire('run-1');
     expect(lease).toMatchObject({ runId: 'run-1', tookOver: false });
@@ -36,7 +36,7 @@ describe('RunLeases: one council replica drives a run (JetStream KV, real NATS)'
     expect(await b.holderOf('run-1')).toMatchObject({ holder: b.holder });
   });
 
-  it('given A renews in time, then B never gets it; once B took it over, A\'s renewal fails (the revision moved)', async () => {
+  it("given A renews in time, then B never gets it; once B took it over, A's renewal fails (the revision moved)", async () => {
     const [a, b] = [replica(), replica()];
     const lease = held(await a.acquire('run-2'));
     now += 600;

@@ -17,7 +17,8 @@ function consoleDir(): string {
 }
 
 /** The page loads only its own script and talks only to this origin; no other site may frame it. */
-const CSP = "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /**
  * The web console: plain HTML and one small vanilla script, no build step. It uses the HTTP API
@@ -70,8 +71,16 @@ export class ConsoleController implements OnModuleDestroy {
 
   /** Server-Sent Events: `event: decision` with the decision event as data, recent ones first. */
   @Get('console/decisions')
-  async decisions(@Req() req: Request, @Res() res: Response, @Ip() ip: string, @Headers('authorization') authorization?: string): Promise<void> {
-    const who = await this.readers.identify({ authorization, source: `http:${ip}` }, { command: 'console.decisions', request: httpRequest('GET', '/console/decisions', undefined), body: undefined });
+  async decisions(
+    @Req() req: Request,
+    @Res() res: Response,
+    @Ip() ip: string,
+    @Headers('authorization') authorization?: string,
+  ): Promise<void> {
+    const who = await this.readers.identify(
+      { authorization, source: `http:${ip}` },
+      { command: 'console.decisions', request: httpRequest('GET', '/console/decisions', undefined), body: undefined },
+    );
     res.status(200);
     res.setHeader('Content-Type', 'text/event-stream');
     res.setHeader('Cache-Control', 'no-store');
@@ -80,10 +89,12 @@ export class ConsoleController implements OnModuleDestroy {
     // In order, one at a time: each decision needs the reader's view of its proposal.
     let chain = Promise.resolve();
     const send = (d: DecisionEvent) => {
-      chain = chain.then(async () => {
-        const shown = await this.forReader(d, who);
-        if (shown) res.write(`event: decision\ndata: ${JSON.stringify(shown)}\n\n`);
-      }).catch(() => undefined);
+      chain = chain
+        .then(async () => {
+          const shown = await this.forReader(d, who);
+          if (shown) res.write(`event: decision\ndata: ${JSON.stringify(shown)}\n\n`);
+        })
+        .catch(() => undefined);
     };
     const { recent, unsubscribe } = this.feed.subscribe(send);
     res.write(': connected\n\n');
@@ -103,7 +114,10 @@ export class ConsoleController implements OnModuleDestroy {
     this.open.clear();
   }
 
-  private async forReader(d: DecisionEvent, who: Identity): Promise<DecisionEvent | (DecisionEvent & { payload_withheld: true }) | undefined> {
+  private async forReader(
+    d: DecisionEvent,
+    who: Identity,
+  ): Promise<DecisionEvent | (DecisionEvent & { payload_withheld: true }) | undefined> {
     if (!this.policy.mayReadDomain(who, d.domain)) return undefined;
     if (await this.policy.mayReadPayload(d.proposal_id, who)) return d;
     return { ...d, payload_summary: '', payload_withheld: true };

@@ -34,7 +34,11 @@ export class DecisionFeed implements OnApplicationBootstrap, OnModuleDestroy {
   async onApplicationBootstrap(): Promise<void> {
     const subjects = acpSubjects(this.config.subjectPrefix);
     const stream = acpStreamNames(this.config.streamSuffix).decisions;
-    await ensureStream(await this.nc.jetstreamManager(), { name: stream, subjects: [subjects.allDecisions], replicas: this.config.logReplicas });
+    await ensureStream(await this.nc.jetstreamManager(), {
+      name: stream,
+      subjects: [subjects.allDecisions],
+      replicas: this.config.logReplicas,
+    });
     const since = new Date(Date.now() - this.config.feedHistoryMs).toISOString();
     const consumer = await this.nc.jetstream().consumers.get(stream, {
       filterSubjects: subjects.allDecisions,

@@ -1,6 +1,16 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { AcpError, PROPOSAL_COMMAND_TYPES, PROPOSAL_EVENT_TYPES, reactionCommandId, routingFor } from '@conclave/acp-protocol';
-import { CLOCK, Clock, ConclaveMetrics, METRICS, ProposalStore, SERVICE_CONFIG, TimerOutcome, TimerQueue, trackTimerQueue } from '@conclave/service-kit';
+import {
+  CLOCK,
+  Clock,
+  ConclaveMetrics,
+  METRICS,
+  ProposalStore,
+  SERVICE_CONFIG,
+  TimerOutcome,
+  TimerQueue,
+  trackTimerQueue,
+} from '@conclave/service-kit';
 import { ESCALATION_SETTINGS, EscalationConfig, EscalationSettings } from './escalation.config';
 import { EscalationInbox, InboxEntry } from './escalation-inbox';
 import { payloadHash } from './payload-hash';
@@ -38,12 +48,14 @@ export class EscalationDesk implements OnApplicationBootstrap, OnApplicationShut
       maxSleepMs: config.ladderSweepIntervalMs,
       run: (key) => (key.startsWith('route:') ? this.routeStep(key.slice(6)) : this.ladderStep(key.slice(7))),
       onRetry: (key, attempt, err) => {
-        if (err && (attempt === 1 || attempt % 10 === 0)) this.logger.warn(`${key}: attempt ${attempt} failed, retrying: ${(err as Error).message}`);
+        if (err && (attempt === 1 || attempt % 10 === 0))
+          this.logger.warn(`${key}: attempt ${attempt} failed, retrying: ${(err as Error).message}`);
       },
     });
     inbox.onChange((entry, event, live) => {
       this.track(entry);
-      if (live && event.type === PROPOSAL_EVENT_TYPES.ProposalEscalated) this.timers.schedule(`route:${entry.proposal_id}`, this.clock.now().getTime());
+      if (live && event.type === PROPOSAL_EVENT_TYPES.ProposalEscalated)
+        this.timers.schedule(`route:${entry.proposal_id}`, this.clock.now().getTime());
     });
     if (metrics) {
       trackTimerQueue(metrics, 'escalation', this.timers);

@@ -26,22 +26,42 @@ export class EscalationHttpController {
 
   @Get('escalations')
   async list(@Query() query: Record<string, unknown>, @Ip() ip: string, @Headers('authorization') authorization?: string) {
-    return okReply(await this.readers.list({ authorization, source: `http:${ip}` }, query, undefined, httpRequest('GET', '/escalations', query)));
+    return okReply(
+      await this.readers.list({ authorization, source: `http:${ip}` }, query, undefined, httpRequest('GET', '/escalations', query)),
+    );
   }
 
   @Get('escalations/:proposal_id')
   async get(@Param('proposal_id') proposalId: string, @Ip() ip: string, @Headers('authorization') authorization?: string) {
-    return okReply(await this.readers.get({ authorization, source: `http:${ip}` }, proposalId, httpRequest('GET', `/escalations/${proposalId}`, undefined)));
+    return okReply(
+      await this.readers.get(
+        { authorization, source: `http:${ip}` },
+        proposalId,
+        httpRequest('GET', `/escalations/${proposalId}`, undefined),
+      ),
+    );
   }
 
   /** A human resolution from a person or a tool: the note is required here (who and why, 10.2). */
   @Post('escalations/:proposal_id/resolve')
   @HttpCode(200)
-  async post(@Param('proposal_id') proposalId: string, @Body() body: unknown, @Ip() ip: string, @Headers('authorization') authorization?: string) {
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AcpError('SCHEMA_VIOLATION', 'the body must be a JSON object');
+  async post(
+    @Param('proposal_id') proposalId: string,
+    @Body() body: unknown,
+    @Ip() ip: string,
+    @Headers('authorization') authorization?: string,
+  ) {
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw new AcpError('SCHEMA_VIOLATION', 'the body must be a JSON object');
     const note = (body as Record<string, unknown>)['note'];
     if (typeof note !== 'string' || note.trim().length === 0) throw new AcpError('SCHEMA_VIOLATION', 'a note is required: say why', 'note');
     const command = { ...body, proposal_id: proposalId };
-    return okReply(await this.resolve.handle(command, { authorization, source: `http:${ip}`, request: httpRequest('POST', `/escalations/${proposalId}/resolve`, command) }));
+    return okReply(
+      await this.resolve.handle(command, {
+        authorization,
+        source: `http:${ip}`,
+        request: httpRequest('POST', `/escalations/${proposalId}/resolve`, command),
+      }),
+    );
   }
 }

@@ -20,18 +20,36 @@ let next = 100;
 const meta = (actor: string, now = at(0)) => ({ command_id: ulidOf(next++), now, actor });
 type Factors = { domain_authority: number; confidence: number; trust_score: number };
 const submit = (data: { domain?: string } = {}): ProposalCommand => ({
-  type: 'SubmitProposal', ...meta('agent'),
-  data: { proposal_id: P1, type: 'proposal', domain: data.domain ?? 'risk.credit', author: 'agent', payload: { x: 1 }, quorum: 2, created_at: at(0), expires_at: null },
+  type: 'SubmitProposal',
+  ...meta('agent'),
+  data: {
+    proposal_id: P1,
+    type: 'proposal',
+    domain: data.domain ?? 'risk.credit',
+    author: 'agent',
+    payload: { x: 1 },
+    quorum: 2,
+    created_at: at(0),
+    expires_at: null,
+  },
 });
 const vote = (p: string, response_type: 'endorse' | 'challenge', f: Factors): ProposalCommand => ({
-  type: 'RecordResponse', ...meta(p), data: { proposal_id: P1, participant_id: p, response_type, ...f, reason: null },
+  type: 'RecordResponse',
+  ...meta(p),
+  data: { proposal_id: P1, participant_id: p, response_type, ...f, reason: null },
 });
 const endorse = (p: string, f: Factors) => vote(p, 'endorse', f);
 const challenge = (p: string, f: Factors) => vote(p, 'challenge', f);
 const resolveByQuorum = (): ProposalCommand => ({ type: 'ResolveProposal', ...meta('resolver'), data: { proposal_id: P1 } });
-const escalate = (reason: string): ProposalCommand => ({ type: 'EscalateProposal', ...meta('agent-2'), data: { proposal_id: P1, reason, requested_by: 'agent-2' } });
+const escalate = (reason: string): ProposalCommand => ({
+  type: 'EscalateProposal',
+  ...meta('agent-2'),
+  data: { proposal_id: P1, reason, requested_by: 'agent-2' },
+});
 const resolveEscalation = (outcome: 'approved' | 'rejected', o: { resolved_by: string }): ProposalCommand => ({
-  type: 'ResolveEscalation', ...meta(o.resolved_by), data: { proposal_id: P1, outcome, resolved_by: o.resolved_by, note: 'n' },
+  type: 'ResolveEscalation',
+  ...meta(o.resolved_by),
+  data: { proposal_id: P1, outcome, resolved_by: o.resolved_by, note: 'n' },
 });
 function history(commands: ProposalCommand[]): ProposalEvent[] {
   const events: ProposalEvent[] = [];
@@ -58,30 +76,75 @@ describe('the escalation inbox is a projection of the proposal streams', () => {
   const tie = history(base);
   const escalationId = tie[tie.length - 1].event_id;
   const route: RouteEscalation = {
-    type: 'RouteEscalation', command_id: ulidOf(700), now: at(1), actor: 'desk',
+    type: 'RouteEscalation',
+    command_id: ulidOf(700),
+    now: at(1),
+    actor: 'desk',
     data: {
-      proposal_id: P1, escalation_id: escalationId, payload_hash: 'h',
-      routing: { route_id: 'r', assignees: ['lead'], ladder: [{ action: 'reassign', after_ms: 60_000, to: ['vp'] }, { action: 'default', after_ms: 60_000, outcome: 'expired' }], sign_off: null },
+      proposal_id: P1,
+      escalation_id: escalationId,
+      payload_hash: 'h',
+      routing: {
+        route_id: 'r',
+        assignees: ['lead'],
+        ladder: [
+          { action: 'reassign', after_ms: 60_000, to: ['vp'] },
+          { action: 'default', after_ms: 60_000, outcome: 'expired' },
+        ],
+        sign_off: null,
+      },
     },
   };
-  const advance: AdvanceEscalationLadder = { type: 'AdvanceEscalationLadder', command_id: ulidOf(800), now: at(61), actor: 'desk', data: { proposal_id: P1 } };
+  const advance: AdvanceEscalationLadder = {
+    type: 'AdvanceEscalationLadder',
+    command_id: ulidOf(800),
+    now: at(61),
+    actor: 'desk',
+    data: { proposal_id: P1 },
+  };
 
   it('given a tie, then an open entry with the 10.3 metadata; given routing, then assignees and the next ladder step', () => {
-    expect(fold(tie).entries.get(P1)).toMatchObject({ status: 'open', domain: 'strategy.pricing', escalation_id: escalationId, escalation: { reason: 'tie' }, routed: false, votes_for: 0.648 });
+    expect(fold(tie).entries.get(P1)).toMatchObject({
+      status: 'open',
+      domain: 'strategy.pricing',
+      escalation_id: escalationId,
+      escalation: { reason: 'tie' },
+      routed: false,
+      votes_for: 0.648,
+    });
     const routed = history([...base, route]);
-    expect(fold(routed).entries.get(P1)).toMatchObject({ routed: true, assignees: ['lead'], next_step: 0, next_step_due_at: '2025-01-15T10:01:00.000Z', payload_hash: 'h' });
+    expect(fold(routed).entries.get(P1)).toMatchObject({
+      routed: true,
+      assignees: ['lead'],
+      next_step: 0,
+      next_step_due_at: '2025-01-15T10:01:00.000Z',
+      payload_hash: 'h',
+    });
   });
 
   it('given a reassignment step, then the fallback assignee and the next due step; given the default, then closed', () => {
     const events = history([...base, route, advance]);
-    expect(fold(events).entries.get(P1)).toMatchObject({ status: 'open', assignees: ['vp'], next_step: 1, next_step_due_at: '2025-01-15T10:02:00.000Z' });
+    expect(fold(events).entries.get(P1)).toMatchObject({
+      status: 'open',
+      assignees: ['vp'],
+      next_step: 1,
+      next_step_due_at: '2025-01-15T10:02:00.000Z',
+    });
     const done = history([...base, route, { ...advance, command_id: ulidOf(900), now: at(600) }]);
-    expect(fold(done).entries.get(P1)).toMatchObject({ status: 'expired', next_step_due_at: null, resolution: { outcome: 'expired', trigger: 'timeout' } });
+    expect(fold(done).entries.get(P1)).toMatchObject({
+      status: 'expired',
+      next_step_due_at: null,
+      resolution: { outcome: 'expired', trigger: 'timeout' },
+    });
   });
 
   it('given a human resolution, then resolved with who; a pending proposal never appears', () => {
     const events = history([submit(), escalate('why'), resolveEscalation('rejected', { resolved_by: 'human:bob' })]);
-    expect(fold(events).entries.get(P1)).toMatchObject({ status: 'resolved', escalation: { reason: 'manual' }, resolution: { outcome: 'rejected', resolved_by: 'human:bob' } });
+    expect(fold(events).entries.get(P1)).toMatchObject({
+      status: 'resolved',
+      escalation: { reason: 'manual' },
+      resolution: { outcome: 'rejected', resolved_by: 'human:bob' },
+    });
     expect(fold(history([submit()])).entries.size).toBe(0);
   });
 

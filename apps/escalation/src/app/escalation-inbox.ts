@@ -194,7 +194,15 @@ export class EscalationInbox implements OnApplicationBootstrap, OnApplicationShu
       .filter((e) => status === 'all' || e.status === status)
       .filter((e) => !filter.domain || e.domain === filter.domain || e.domain.startsWith(`${filter.domain}.`))
       .filter((e) => !filter.assignee || e.assignees.includes(filter.assignee))
-      .sort((a, b) => (a.escalation.escalated_at < b.escalation.escalated_at ? -1 : a.escalation.escalated_at > b.escalation.escalated_at ? 1 : a.proposal_id < b.proposal_id ? -1 : 1));
+      .sort((a, b) =>
+        a.escalation.escalated_at < b.escalation.escalated_at
+          ? -1
+          : a.escalation.escalated_at > b.escalation.escalated_at
+            ? 1
+            : a.proposal_id < b.proposal_id
+              ? -1
+              : 1,
+      );
   }
 
   private apply({ event, endOfCommit }: StoredEvent<ProposalEvent>): void {

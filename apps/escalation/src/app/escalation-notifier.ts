@@ -15,7 +15,6 @@ import {
 } from '@conclave/service-kit';
 import { NatsConnection } from 'nats';
 
-
 /** The `notification` field of a message on `<prefix>.v1.escalations.<domain>`, by event type. */
 export const NOTIFICATION_KINDS = {
   [PROPOSAL_EVENT_TYPES.EscalationRouted]: 'assigned',

@@ -38,11 +38,16 @@ export class EscalationQueries {
     private readonly policy: ProposalReadPolicy,
   ) {}
 
-  list(query: Record<string, unknown>, reader: Identity, maxReplyBytes = Number.MAX_SAFE_INTEGER): { page: EscalationPage; omitted: string[] } {
+  list(
+    query: Record<string, unknown>,
+    reader: Identity,
+    maxReplyBytes = Number.MAX_SAFE_INTEGER,
+  ): { page: EscalationPage; omitted: string[] } {
     const filter: InboxFilter = {};
     const status = query['status'];
     if (status !== undefined) {
-      if (!(STATUSES as readonly unknown[]).includes(status)) throw new AcpError('SCHEMA_VIOLATION', `status must be one of ${STATUSES.join(', ')}`, 'status');
+      if (!(STATUSES as readonly unknown[]).includes(status))
+        throw new AcpError('SCHEMA_VIOLATION', `status must be one of ${STATUSES.join(', ')}`, 'status');
       filter.status = status as InboxFilter['status'];
     }
     const domain = query['domain'];
@@ -52,18 +57,21 @@ export class EscalationQueries {
     }
     const assignee = query['assignee'];
     if (assignee !== undefined) {
-      if (typeof assignee !== 'string' || assignee.length === 0) throw new AcpError('SCHEMA_VIOLATION', 'assignee must be a name', 'assignee');
+      if (typeof assignee !== 'string' || assignee.length === 0)
+        throw new AcpError('SCHEMA_VIOLATION', 'assignee must be a name', 'assignee');
       filter.assignee = assignee;
     }
     let limit = MAX_LIMIT;
     if (query['limit'] !== undefined) {
       limit = Number(query['limit']);
-      if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new AcpError('SCHEMA_VIOLATION', `limit must be an integer from 1 to ${MAX_LIMIT}`, 'limit');
+      if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT)
+        throw new AcpError('SCHEMA_VIOLATION', `limit must be an integer from 1 to ${MAX_LIMIT}`, 'limit');
     }
     let offset = 0;
     if (query['cursor'] !== undefined) {
       offset = Number(query['cursor']);
-      if (!Number.isSafeInteger(offset) || offset < 0) throw new AcpError('SCHEMA_VIOLATION', 'cursor must be a next_cursor of an earlier page', 'cursor');
+      if (!Number.isSafeInteger(offset) || offset < 0)
+        throw new AcpError('SCHEMA_VIOLATION', 'cursor must be a next_cursor of an earlier page', 'cursor');
     }
     const all = this.inbox.list(filter);
     const omitted: string[] = [];
@@ -92,7 +100,10 @@ export class EscalationQueries {
       proposal,
       // The totals the escalation was decided on (exact decimals, reported as numbers, DESIGN 2).
       votes: { for: escalation.votes_for, against: escalation.votes_against, responses: proposal.responses.length },
-      binding: { escalation_id: escalation.escalation_id, payload_hash: escalation.payload_hash ?? state.proposal.payload_hash ?? payloadHash(state.proposal.payload) },
+      binding: {
+        escalation_id: escalation.escalation_id,
+        payload_hash: escalation.payload_hash ?? state.proposal.payload_hash ?? payloadHash(state.proposal.payload),
+      },
     };
   }
 }

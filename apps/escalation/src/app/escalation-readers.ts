@@ -27,12 +27,21 @@ export class EscalationReaders {
     return this.audited(audit, undefined, () => this.humans.identify(credentials));
   }
 
-  async list(credentials: HumanCredentials, query: Record<string, unknown>, maxReplyBytes?: number, request?: CommandRequest): Promise<EscalationPage> {
+  async list(
+    credentials: HumanCredentials,
+    query: Record<string, unknown>,
+    maxReplyBytes?: number,
+    request?: CommandRequest,
+  ): Promise<EscalationPage> {
     const audit = { command: 'escalation.list', request, body: query };
     const who = await this.identify(credentials, audit);
     const { page, omitted } = await this.audited(audit, who, async () => this.queries.list(query, who, maxReplyBytes));
     if (omitted.length > 0) {
-      const denial = new AcpError('FORBIDDEN', `${who.participant_id}: escalations left out, no grant on ${omitted.slice(0, 10).join(', ')}`, 'domain');
+      const denial = new AcpError(
+        'FORBIDDEN',
+        `${who.participant_id}: escalations left out, no grant on ${omitted.slice(0, 10).join(', ')}`,
+        'domain',
+      );
       await this.rejections.record(audit.command, request, query, denial, who);
     }
     return page;
@@ -43,13 +52,21 @@ export class EscalationReaders {
     const who = await this.identify(credentials, audit);
     const detail = await this.audited(audit, who, () => this.queries.get(proposalId, who));
     if (detail.proposal.payload_withheld) {
-      const denial = new AcpError('FORBIDDEN', `payload withheld: ${who.participant_id}'s clearance does not cover ${detail.proposal.classification}`, 'classification');
+      const denial = new AcpError(
+        'FORBIDDEN',
+        `payload withheld: ${who.participant_id}'s clearance does not cover ${detail.proposal.classification}`,
+        'classification',
+      );
       await this.rejections.record(audit.command, request, audit.body, denial, who);
     }
     return detail;
   }
 
-  private async audited<T>(audit: { command: string; request?: CommandRequest; body: unknown }, who: Identity | undefined, work: () => Promise<T>): Promise<T> {
+  private async audited<T>(
+    audit: { command: string; request?: CommandRequest; body: unknown },
+    who: Identity | undefined,
+    work: () => Promise<T>,
+  ): Promise<T> {
     try {
       return await work();
     } catch (err) {

@@ -35,7 +35,10 @@ describe('escalation configuration is validated at start', () => {
   it('given bad values, then one ConfigError naming each variable', () => {
     let error: unknown;
     try {
-      settings({ CONCLAVE_ESCALATION_ROUTES: '[{"id":"r","ladder":[{"action":"nap","after_ms":1}]}]', CONCLAVE_HUMAN_TOKENS: '{"short":"human:x"}' });
+      settings({
+        CONCLAVE_ESCALATION_ROUTES: '[{"id":"r","ladder":[{"action":"nap","after_ms":1}]}]',
+        CONCLAVE_HUMAN_TOKENS: '{"short":"human:x"}',
+      });
     } catch (e) {
       error = e;
     }

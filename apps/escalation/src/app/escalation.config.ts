@@ -90,8 +90,10 @@ export function escalationSettingsFrom(config: EscalationConfig): EscalationSett
         problems.push('CONCLAVE_HUMAN_TOKENS: must be a JSON object {"<token>": "<human id>"}');
       } else {
         for (const [token, human] of Object.entries(parsed)) {
-          if (token.length < MIN_TOKEN_LENGTH) problems.push(`CONCLAVE_HUMAN_TOKENS: a token must have at least ${MIN_TOKEN_LENGTH} characters`);
-          else if (typeof human !== 'string' || !isParticipantId(human)) problems.push('CONCLAVE_HUMAN_TOKENS: each value must be a participant id');
+          if (token.length < MIN_TOKEN_LENGTH)
+            problems.push(`CONCLAVE_HUMAN_TOKENS: a token must have at least ${MIN_TOKEN_LENGTH} characters`);
+          else if (typeof human !== 'string' || !isParticipantId(human))
+            problems.push('CONCLAVE_HUMAN_TOKENS: each value must be a participant id');
           else humanTokens.set(token, human);
         }
       }

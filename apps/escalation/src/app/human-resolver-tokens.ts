@@ -57,7 +57,10 @@ export class HumanResolverTokens {
     }
     if (token !== undefined && (this.required || this.tokens.length > 0)) return this.byToken(token, credentials.source);
     if (!this.required) return this.context.authenticate(undefined, credentials.declared);
-    throw new AcpError('UNAUTHENTICATED', 'credentials required: a signed request, or Authorization: Bearer <token> of a registered participant');
+    throw new AcpError(
+      'UNAUTHENTICATED',
+      'credentials required: a signed request, or Authorization: Bearer <token> of a registered participant',
+    );
   }
 
   private async byToken(token: string, source: string): Promise<Identity> {
@@ -71,7 +74,8 @@ export class HumanResolverTokens {
       throw new AcpError('UNAUTHENTICATED', 'the token is not a token of this deployment');
     }
     const state = await this.directory.load(participant);
-    if (this.required && state.status === 'unregistered') throw new AcpError('UNAUTHENTICATED', `the token names ${participant}, who is not a registered participant`);
+    if (this.required && state.status === 'unregistered')
+      throw new AcpError('UNAUTHENTICATED', `the token names ${participant}, who is not a registered participant`);
     if (this.required && state.status === 'deactivated') throw new AcpError('UNAUTHENTICATED', `participant ${participant} is deactivated`);
     return { participant_id: participant, via: this.required ? 'token' : 'declared', state };
   }

@@ -13,7 +13,12 @@ const ok = (description: string, props: Record<string, unknown>) => ({
     },
   },
 });
-const proposalIdParam = { name: 'proposal_id', in: 'path', required: true, schema: { type: 'string', pattern: '^[0-7][0-9A-HJKMNP-TV-Z]{25}$' } };
+const proposalIdParam = {
+  name: 'proposal_id',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', pattern: '^[0-7][0-9A-HJKMNP-TV-Z]{25}$' },
+};
 
 export const OPENAPI_DOCUMENT = {
   openapi: '3.1.0',
@@ -48,7 +53,7 @@ export const OPENAPI_DOCUMENT = {
       get: {
         operationId: 'getEscalation',
         summary: 'One escalation with its proposal: payload, every response with its weight and reason, the vote totals',
-        description: 'Needs a grant on the domain; a payload above the reader\'s clearance comes as {} with payload_withheld: true.',
+        description: "Needs a grant on the domain; a payload above the reader's clearance comes as {} with payload_withheld: true.",
         security: [{ humanToken: [] }],
         parameters: [proposalIdParam],
         responses: {
@@ -64,7 +69,7 @@ export const OPENAPI_DOCUMENT = {
           }),
           '400': errorResponse('INVALID_ID'),
           '401': errorResponse('UNAUTHENTICATED: no token, or not the token of an active registered participant'),
-          '403': errorResponse('FORBIDDEN: no grant on the proposal\'s domain'),
+          '403': errorResponse("FORBIDDEN: no grant on the proposal's domain"),
           '404': errorResponse('PROPOSAL_NOT_FOUND'),
           '409': errorResponse('NOT_ESCALATED: the proposal was never escalated'),
         },
@@ -82,12 +87,18 @@ export const OPENAPI_DOCUMENT = {
         parameters: [proposalIdParam],
         requestBody: { required: true, content: { 'application/json': { schema: ref('ResolveRequest') } } },
         responses: {
-          '200': ok('The proposal after the resolution (status resolved, or still escalated while sign-offs are missing)', { proposal: ref('Proposal') }),
+          '200': ok('The proposal after the resolution (status resolved, or still escalated while sign-offs are missing)', {
+            proposal: ref('Proposal'),
+          }),
           '400': errorResponse('SCHEMA_VIOLATION (a note is required), INVALID_JSON'),
           '401': errorResponse('UNAUTHENTICATED: no token, or not a human resolver token'),
-          '403': errorResponse('FORBIDDEN: the token belongs to someone else than resolved_by, no resolve grant on the domain, or the human is not one of the sign-off humans'),
+          '403': errorResponse(
+            'FORBIDDEN: the token belongs to someone else than resolved_by, no resolve grant on the domain, or the human is not one of the sign-off humans',
+          ),
           '404': errorResponse('PROPOSAL_NOT_FOUND'),
-          '409': errorResponse('NOT_ESCALATED (not escalated, already resolved, or another escalation), CONFLICT (payload_hash mismatch), DUPLICATE_RESPONSE (signed off already)'),
+          '409': errorResponse(
+            'NOT_ESCALATED (not escalated, already resolved, or another escalation), CONFLICT (payload_hash mismatch), DUPLICATE_RESPONSE (signed off already)',
+          ),
         },
       },
     },
@@ -102,10 +113,22 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/healthz': { get: { operationId: 'healthz', summary: 'Liveness', responses: { '200': { description: 'alive' } } } },
-    '/readyz': { get: { operationId: 'readyz', summary: 'Readiness (inbox caught up, NATS connected)', responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
+    '/readyz': {
+      get: {
+        operationId: 'readyz',
+        summary: 'Readiness (inbox caught up, NATS connected)',
+        responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } },
+      },
+    },
   },
   components: {
-    securitySchemes: { humanToken: { type: 'http', scheme: 'bearer', description: 'A token of CONCLAVE_HUMAN_TOKENS (32+ characters) naming an active registered participant' } },
+    securitySchemes: {
+      humanToken: {
+        type: 'http',
+        scheme: 'bearer',
+        description: 'A token of CONCLAVE_HUMAN_TOKENS (32+ characters) naming an active registered participant',
+      },
+    },
     schemas: {
       ErrorReply: {
         type: 'object',
@@ -117,7 +140,20 @@ export const OPENAPI_DOCUMENT = {
             required: ['code', 'message'],
             properties: {
               code: {
-                enum: ['INVALID_JSON', 'SCHEMA_VIOLATION', 'UNSUPPORTED_SCHEMA_VERSION', 'INVALID_ID', 'PROPOSAL_NOT_FOUND', 'DUPLICATE_RESPONSE', 'NOT_ESCALATED', 'UNAUTHENTICATED', 'FORBIDDEN', 'PAYLOAD_TOO_LARGE', 'CONFLICT', 'INTERNAL'],
+                enum: [
+                  'INVALID_JSON',
+                  'SCHEMA_VIOLATION',
+                  'UNSUPPORTED_SCHEMA_VERSION',
+                  'INVALID_ID',
+                  'PROPOSAL_NOT_FOUND',
+                  'DUPLICATE_RESPONSE',
+                  'NOT_ESCALATED',
+                  'UNAUTHENTICATED',
+                  'FORBIDDEN',
+                  'PAYLOAD_TOO_LARGE',
+                  'CONFLICT',
+                  'INTERNAL',
+                ],
               },
               message: { type: 'string' },
               field: { type: 'string' },
@@ -138,7 +174,12 @@ export const OPENAPI_DOCUMENT = {
       },
       SignOff: {
         type: 'object',
-        properties: { by: { type: 'string' }, outcome: { enum: ['approved', 'rejected'] }, note: { type: ['string', 'null'] }, at: { type: 'string', format: 'date-time' } },
+        properties: {
+          by: { type: 'string' },
+          outcome: { enum: ['approved', 'rejected'] },
+          note: { type: ['string', 'null'] },
+          at: { type: 'string', format: 'date-time' },
+        },
       },
       LadderStep: {
         type: 'object',
@@ -179,7 +220,10 @@ export const OPENAPI_DOCUMENT = {
             type: ['object', 'null'],
             properties: {
               ladder: { type: 'array', items: ref('LadderStep') },
-              sign_off: { type: ['object', 'null'], properties: { required: { type: 'integer' }, of: { type: 'array', items: { type: 'string' } }, veto: { type: 'boolean' } } },
+              sign_off: {
+                type: ['object', 'null'],
+                properties: { required: { type: 'integer' }, of: { type: 'array', items: { type: 'string' } }, veto: { type: 'boolean' } },
+              },
             },
           },
           next_step: { type: 'integer' },

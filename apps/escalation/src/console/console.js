@@ -49,7 +49,11 @@
         ...escalations.map((e) =>
           el(
             'li',
-            { 'data-proposal-id': e.proposal_id, class: e.proposal_id === state.selected ? 'selected' : '', onclick: () => select(e.proposal_id) },
+            {
+              'data-proposal-id': e.proposal_id,
+              class: e.proposal_id === state.selected ? 'selected' : '',
+              onclick: () => select(e.proposal_id),
+            },
             el('div', {}, el('span', { class: 'tag' }, e.escalation.reason), e.domain),
             el('div', { class: 'muted' }, e.proposal_id),
             el('div', { class: 'muted' }, 'assigned to ' + (e.assignees.join(', ') || 'anyone') + ' · since ' + e.escalation.escalated_at),
@@ -77,31 +81,86 @@
     const { escalation: e, proposal: p, votes, binding } = state.detail;
     const open = e.status === 'open';
     const rows = p.responses.map((r) =>
-      el('tr', {}, el('td', {}, r.participant_id), el('td', { class: r.response_type === 'endorse' ? 'approved' : 'rejected' }, r.response_type),
-        el('td', {}, r.weight), el('td', {}, r.confidence + ' × ' + r.domain_authority + ' × ' + r.trust_score), el('td', {}, r.reason || '')),
+      el(
+        'tr',
+        {},
+        el('td', {}, r.participant_id),
+        el('td', { class: r.response_type === 'endorse' ? 'approved' : 'rejected' }, r.response_type),
+        el('td', {}, r.weight),
+        el('td', {}, r.confidence + ' × ' + r.domain_authority + ' × ' + r.trust_score),
+        el('td', {}, r.reason || ''),
+      ),
     );
     const signOff = e.routing && e.routing.sign_off;
     $('detail').replaceChildren(
       el('div', {}, el('strong', {}, p.domain), ' ', el('span', { class: 'muted' }, p.proposal_id)),
-      el('p', {}, el('span', { class: 'tag' }, e.escalation.reason), 'escalated ', e.escalation.escalated_at, ' by ', e.escalation.requested_by,
-        e.escalation.note ? ' — ' + e.escalation.note : ''),
-      el('p', { class: 'muted' }, 'author ', p.author, ' · assigned to ', e.assignees.join(', ') || 'anyone',
-        e.next_step_due_at ? ' · next ladder step ' + e.next_step_due_at : ''),
+      el(
+        'p',
+        {},
+        el('span', { class: 'tag' }, e.escalation.reason),
+        'escalated ',
+        e.escalation.escalated_at,
+        ' by ',
+        e.escalation.requested_by,
+        e.escalation.note ? ' — ' + e.escalation.note : '',
+      ),
+      el(
+        'p',
+        { class: 'muted' },
+        'author ',
+        p.author,
+        ' · assigned to ',
+        e.assignees.join(', ') || 'anyone',
+        e.next_step_due_at ? ' · next ladder step ' + e.next_step_due_at : '',
+      ),
       el('h2', {}, 'Payload'),
       el('pre', { 'data-testid': 'payload' }, JSON.stringify(p.payload, null, 2)),
       el('h2', {}, 'Responses (for ' + votes.for + ' / against ' + votes.against + ')'),
-      el('table', {}, el('thead', {}, el('tr', {}, el('th', {}, 'participant'), el('th', {}, 'type'), el('th', {}, 'weight'),
-        el('th', {}, 'confidence × authority × trust'), el('th', {}, 'reason'))), el('tbody', {}, ...rows)),
-      signOff ? el('p', {}, 'Sign-off: ' + signOff.required + ' of ' + signOff.of.join(', ') + (signOff.veto ? ' (any may veto)' : '') +
-        ' · so far: ' + (e.sign_offs.map((s) => s.by + ' ' + s.outcome).join(', ') || 'none')) : '',
+      el(
+        'table',
+        {},
+        el(
+          'thead',
+          {},
+          el(
+            'tr',
+            {},
+            el('th', {}, 'participant'),
+            el('th', {}, 'type'),
+            el('th', {}, 'weight'),
+            el('th', {}, 'confidence × authority × trust'),
+            el('th', {}, 'reason'),
+          ),
+        ),
+        el('tbody', {}, ...rows),
+      ),
+      signOff
+        ? el(
+            'p',
+            {},
+            'Sign-off: ' +
+              signOff.required +
+              ' of ' +
+              signOff.of.join(', ') +
+              (signOff.veto ? ' (any may veto)' : '') +
+              ' · so far: ' +
+              (e.sign_offs.map((s) => s.by + ' ' + s.outcome).join(', ') || 'none'),
+          )
+        : '',
       open
-        ? el('div', {},
+        ? el(
+            'div',
+            {},
             el('h2', {}, 'Your resolution'),
             el('textarea', { id: 'note', 'data-testid': 'note', placeholder: 'Why? (required)' }),
-            el('div', { class: 'actions' },
+            el(
+              'div',
+              { class: 'actions' },
               el('button', { class: 'approve', 'data-testid': 'approve', onclick: () => resolve('approved', binding) }, 'Approve'),
-              el('button', { class: 'reject', 'data-testid': 'reject', onclick: () => resolve('rejected', binding) }, 'Reject')),
-            el('div', { id: 'message', 'data-testid': 'message' }))
+              el('button', { class: 'reject', 'data-testid': 'reject', onclick: () => resolve('rejected', binding) }, 'Reject'),
+            ),
+            el('div', { id: 'message', 'data-testid': 'message' }),
+          )
         : el('p', { class: e.resolution ? e.resolution.outcome : '' }, 'Closed: ' + (e.resolution ? e.resolution.outcome : e.status)),
     );
   }
@@ -119,9 +178,13 @@
     if (who) body.resolved_by = who;
     document.querySelectorAll('.actions button').forEach((b) => (b.disabled = true));
     try {
-      const { proposal } = await api('/escalations/' + encodeURIComponent(state.selected) + '/resolve', { method: 'POST', body: JSON.stringify(body) });
+      const { proposal } = await api('/escalations/' + encodeURIComponent(state.selected) + '/resolve', {
+        method: 'POST',
+        body: JSON.stringify(body),
+      });
       message.className = '';
-      message.textContent = proposal.status === 'resolved' ? 'Resolved: ' + proposal.resolution.outcome : 'Sign-off recorded; waiting for the others.';
+      message.textContent =
+        proposal.status === 'resolved' ? 'Resolved: ' + proposal.resolution.outcome : 'Sign-off recorded; waiting for the others.';
       refreshInbox();
     } catch (err) {
       message.className = 'error';
@@ -132,9 +195,13 @@
 
   function showDecision(d) {
     if (document.querySelector('#feed li[data-event-id="' + d.event_id + '"]')) return;
-    const item = el('li', { 'data-event-id': d.event_id, 'data-proposal-id': d.proposal_id, 'data-outcome': d.outcome },
-      el('strong', { class: d.outcome }, d.outcome.toUpperCase()), ' (' + d.trigger + (d.resolved_by ? ' by ' + d.resolved_by : '') + ') ',
-      el('span', { class: 'muted' }, d.domain + ' ' + d.proposal_id));
+    const item = el(
+      'li',
+      { 'data-event-id': d.event_id, 'data-proposal-id': d.proposal_id, 'data-outcome': d.outcome },
+      el('strong', { class: d.outcome }, d.outcome.toUpperCase()),
+      ' (' + d.trigger + (d.resolved_by ? ' by ' + d.resolved_by : '') + ') ',
+      el('span', { class: 'muted' }, d.domain + ' ' + d.proposal_id),
+    );
     $('feed').prepend(item);
     while ($('feed').children.length > 100) $('feed').lastChild.remove();
     refreshInbox();
@@ -161,7 +228,11 @@
         while ((end = buffer.indexOf('\n\n')) >= 0) {
           const frame = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
-          const data = frame.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+          const data = frame
+            .split('\n')
+            .filter((l) => l.startsWith('data: '))
+            .map((l) => l.slice(6))
+            .join('\n');
           if (/^event: decision$/m.test(frame) && data) showDecision(JSON.parse(data));
         }
       }

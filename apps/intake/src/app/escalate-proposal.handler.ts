@@ -17,11 +17,14 @@ export class EscalateProposalHandler {
     const requester = await this.context.actAs(identity, data.requested_by, 'requested_by');
     const loaded = await this.store.load(data.proposal_id, 'cache');
     this.context.authorize(requester, 'escalate', projectProposal(loaded.state).domain);
-    const result = await this.store.execute({
-      type: PROPOSAL_COMMAND_TYPES.EscalateProposal,
-      ...this.context.metadata(requester),
-      data,
-    }, loaded);
+    const result = await this.store.execute(
+      {
+        type: PROPOSAL_COMMAND_TYPES.EscalateProposal,
+        ...this.context.metadata(requester),
+        data,
+      },
+      loaded,
+    );
     return { proposal: await this.view.render(result.state, requester) };
   }
 }

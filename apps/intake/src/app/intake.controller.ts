@@ -47,7 +47,11 @@ export class IntakeController {
     return this.run('get', body, request, undefined, async (who) => {
       const reply = await this.queries.get(body, who);
       if (reply.proposal.payload_withheld) {
-        const denial = new AcpError('FORBIDDEN', `payload withheld: ${who.participant_id}'s clearance does not cover ${reply.proposal.classification}`, 'classification');
+        const denial = new AcpError(
+          'FORBIDDEN',
+          `payload withheld: ${who.participant_id}'s clearance does not cover ${reply.proposal.classification}`,
+          'classification',
+        );
         await this.rejections.record('get', request, { proposal_id: reply.proposal.proposal_id }, denial, who);
       }
       return reply;
@@ -90,11 +94,23 @@ export class IntakeController {
   private async recordListDenials(request: PlainNatsContext, body: unknown, denials: ReadDenials, reader: Identity): Promise<void> {
     if (denials.omitted === 0 && denials.withheld.length === 0) return;
     const parts: string[] = [];
-    if (denials.omitted > 0) parts.push(`${denials.omitted} proposal(s) left out: no grant on ${denials.omittedDomains.slice(0, 10).join(', ')}`);
-    if (denials.withheld.length > 0) parts.push(`${denials.withheld.length} payload(s) withheld by clearance: ${denials.withheld.slice(0, 10).join(', ')}`);
+    if (denials.omitted > 0)
+      parts.push(`${denials.omitted} proposal(s) left out: no grant on ${denials.omittedDomains.slice(0, 10).join(', ')}`);
+    if (denials.withheld.length > 0)
+      parts.push(`${denials.withheld.length} payload(s) withheld by clearance: ${denials.withheld.slice(0, 10).join(', ')}`);
     const only = denials.omitted === 0 && denials.withheld.length === 1 ? denials.withheld[0] : undefined;
-    const denial = new AcpError('FORBIDDEN', `${reader.participant_id}: ${parts.join('; ')}`, denials.omitted > 0 ? 'domain' : 'classification');
-    await this.rejections.record('list', request, { ...(typeof body === 'object' && body !== null ? body : {}), proposal_id: only }, denial, reader);
+    const denial = new AcpError(
+      'FORBIDDEN',
+      `${reader.participant_id}: ${parts.join('; ')}`,
+      denials.omitted > 0 ? 'domain' : 'classification',
+    );
+    await this.rejections.record(
+      'list',
+      request,
+      { ...(typeof body === 'object' && body !== null ? body : {}), proposal_id: only },
+      denial,
+      reader,
+    );
   }
 }
 

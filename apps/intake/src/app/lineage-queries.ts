@@ -10,7 +10,6 @@ const DEFAULT_DEPTH = 8;
 /** Entries one lineage reply holds at most on each side (bounded work and reply size). */
 const MAX_NODES = 256;
 
-
 export interface LineageReply {
   entry: LineageNode;
   /** Earlier entries it came from, nearest first (its `caused_by`, theirs, ...). */

@@ -65,7 +65,12 @@ export class ParticipantsController {
     return this.run('participants.list', body, r, async (who) => this.registry.list(who));
   }
 
-  private async run<T extends object>(command: string, body: unknown, request: PlainNatsContext, handle: (identity: Identity) => Promise<T>) {
+  private async run<T extends object>(
+    command: string,
+    body: unknown,
+    request: PlainNatsContext,
+    handle: (identity: Identity) => Promise<T>,
+  ) {
     let identity: Identity | undefined;
     try {
       identity = await this.context.authenticate(request);

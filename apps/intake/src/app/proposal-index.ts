@@ -1,5 +1,12 @@
 import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { isWithinDomain, PROPOSAL_EVENT_TYPES, PROPOSAL_STREAM_CATEGORY, ProposalEvent, ProposalStatus, statusAfter } from '@conclave/acp-protocol';
+import {
+  isWithinDomain,
+  PROPOSAL_EVENT_TYPES,
+  PROPOSAL_STREAM_CATEGORY,
+  ProposalEvent,
+  ProposalStatus,
+  statusAfter,
+} from '@conclave/acp-protocol';
 import type { StoredEvent } from '@conclave/event-log';
 import { Reactor, Reactors } from '@conclave/service-kit';
 

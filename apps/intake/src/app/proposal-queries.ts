@@ -69,7 +69,10 @@ export class ProposalQueries {
       }
       visible.push({ id, proposal: await this.view.render(state, reader) });
     }
-    const fitted = takeWithinBytes(visible.map((v) => v.proposal), maxReplyBytes);
+    const fitted = takeWithinBytes(
+      visible.map((v) => v.proposal),
+      maxReplyBytes,
+    );
     const proposals = fitted.items;
     denials.withheld = proposals.filter((p) => p.payload_withheld).map((p) => p.proposal_id);
     // The cursor is the last id examined (or shown, when the reply was cut by size).

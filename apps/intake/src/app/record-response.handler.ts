@@ -35,14 +35,21 @@ export class RecordResponseHandler {
     const grant = this.context.authorize(respondent, 'respond', domain);
     const label = await this.labels.of(data.proposal_id, loaded.state.status === 'initial' ? undefined : loaded.state.proposal);
     if (!this.context.canRead(respondent, label?.classification)) {
-      throw new AcpError('FORBIDDEN', `${respondent.participant_id}'s clearance does not cover this ${label?.classification} proposal`, 'proposal_id');
+      throw new AcpError(
+        'FORBIDDEN',
+        `${respondent.participant_id}'s clearance does not cover this ${label?.classification} proposal`,
+        'proposal_id',
+      );
     }
     const factors = this.factors(grant, domain_authority, trust_score);
-    const result = await this.store.execute({
-      type: PROPOSAL_COMMAND_TYPES.RecordResponse,
-      ...this.context.metadata(respondent),
-      data: { ...data, domain_authority: factors.domain_authority, trust_score: factors.trust_score },
-    }, loaded);
+    const result = await this.store.execute(
+      {
+        type: PROPOSAL_COMMAND_TYPES.RecordResponse,
+        ...this.context.metadata(respondent),
+        data: { ...data, domain_authority: factors.domain_authority, trust_score: factors.trust_score },
+      },
+      loaded,
+    );
     return { proposal: await this.view.render(result.state, respondent), factors };
   }
 
@@ -54,18 +61,36 @@ export class RecordResponseHandler {
     if (this.context.responseFactors === 'declared') {
       const domain_authority = declaredAuthority ?? grant?.domain_authority;
       const trust_score = declaredTrust ?? grant?.trust_score;
-      if (domain_authority === undefined) throw new AcpError('SCHEMA_VIOLATION', 'domain_authority is required: the participant has no registry grant for this domain', 'domain_authority');
-      if (trust_score === undefined) throw new AcpError('SCHEMA_VIOLATION', 'trust_score is required: the participant has no registry grant for this domain', 'trust_score');
+      if (domain_authority === undefined)
+        throw new AcpError(
+          'SCHEMA_VIOLATION',
+          'domain_authority is required: the participant has no registry grant for this domain',
+          'domain_authority',
+        );
+      if (trust_score === undefined)
+        throw new AcpError(
+          'SCHEMA_VIOLATION',
+          'trust_score is required: the participant has no registry grant for this domain',
+          'trust_score',
+        );
       const fromRegistry = declaredAuthority === undefined && declaredTrust === undefined;
       return { domain_authority, trust_score, source: fromRegistry ? 'registry' : 'declared' };
     }
     // authorize() refused already when there is no grant.
     const registry = grant as { domain_authority: number; trust_score: number };
     if (declaredAuthority !== undefined && declaredAuthority !== registry.domain_authority) {
-      throw new AcpError('FORBIDDEN', `domain_authority ${declaredAuthority} is not the registry's ${registry.domain_authority} for this domain; leave it out`, 'domain_authority');
+      throw new AcpError(
+        'FORBIDDEN',
+        `domain_authority ${declaredAuthority} is not the registry's ${registry.domain_authority} for this domain; leave it out`,
+        'domain_authority',
+      );
     }
     if (declaredTrust !== undefined && declaredTrust !== registry.trust_score) {
-      throw new AcpError('FORBIDDEN', `trust_score ${declaredTrust} is not the registry's ${registry.trust_score} for this domain; leave it out`, 'trust_score');
+      throw new AcpError(
+        'FORBIDDEN',
+        `trust_score ${declaredTrust} is not the registry's ${registry.trust_score} for this domain; leave it out`,
+        'trust_score',
+      );
     }
     return { domain_authority: registry.domain_authority, trust_score: registry.trust_score, source: 'registry' };
   }

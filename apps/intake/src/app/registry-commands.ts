@@ -1,11 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AcpError } from '@conclave/acp-protocol';
-import {
-  ParticipantRecord,
-  ParticipantState,
-  REGISTRY_COMMAND_TYPES,
-  RegistryCommand,
-} from '@conclave/registry-protocol';
+import { ParticipantRecord, ParticipantState, REGISTRY_COMMAND_TYPES, RegistryCommand } from '@conclave/registry-protocol';
 import { CommandContext, Identity, ParticipantDirectory } from '@conclave/service-kit';
 
 type Body = Record<string, unknown>;
@@ -48,7 +43,11 @@ export class RegistryCommands {
 
   revokeKey(body: unknown, who: Identity) {
     const b = this.admin(body, who);
-    return this.run(REGISTRY_COMMAND_TYPES.RevokeKey, who, { participant_id: str(b, 'participant_id'), key_id: str(b, 'key_id'), reason: optional(b, 'reason') });
+    return this.run(REGISTRY_COMMAND_TYPES.RevokeKey, who, {
+      participant_id: str(b, 'participant_id'),
+      key_id: str(b, 'key_id'),
+      reason: optional(b, 'reason'),
+    });
   }
 
   grant(body: unknown, who: Identity) {
@@ -69,7 +68,10 @@ export class RegistryCommands {
 
   deactivate(body: unknown, who: Identity) {
     const b = this.admin(body, who);
-    return this.run(REGISTRY_COMMAND_TYPES.DeactivateParticipant, who, { participant_id: str(b, 'participant_id'), reason: optional(b, 'reason') });
+    return this.run(REGISTRY_COMMAND_TYPES.DeactivateParticipant, who, {
+      participant_id: str(b, 'participant_id'),
+      reason: optional(b, 'reason'),
+    });
   }
 
   async get(body: unknown, who: Identity): Promise<{ participant: ParticipantView }> {
@@ -107,7 +109,8 @@ function view(state: ParticipantState): ParticipantView {
 }
 
 function object(body: unknown): Body {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AcpError('SCHEMA_VIOLATION', 'request body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new AcpError('SCHEMA_VIOLATION', 'request body must be a JSON object');
   return body as Body;
 }
 

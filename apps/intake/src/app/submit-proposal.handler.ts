@@ -12,7 +12,15 @@ import {
   parseProposeRequest,
 } from '@conclave/acp-protocol';
 import { canonicalJson, ClassificationLevel, grantFor, isClassificationLevel } from '@conclave/registry-protocol';
-import { CommandContext, decodeBase64, Identity, ParticipantDirectory, payloadHash, ProposalStore, verifyEd25519 } from '@conclave/service-kit';
+import {
+  CommandContext,
+  decodeBase64,
+  Identity,
+  ParticipantDirectory,
+  payloadHash,
+  ProposalStore,
+  verifyEd25519,
+} from '@conclave/service-kit';
 import { ProposalView } from './proposal-view';
 
 /** Entries loaded at most to check one submission's children and their descendants (9.3). */
@@ -74,7 +82,11 @@ export class SubmitProposalHandler {
     const children = new Map<string, EntryLinks | null>();
     for (let missing = childrenToLoad(dependsOn, children); missing.length > 0; missing = childrenToLoad(dependsOn, children)) {
       if (children.size + missing.length > MAX_LINKED_ENTRIES) {
-        throw new AcpError('SCHEMA_VIOLATION', `depends_on reaches more than ${MAX_LINKED_ENTRIES} proposals through their children`, 'depends_on');
+        throw new AcpError(
+          'SCHEMA_VIOLATION',
+          `depends_on reaches more than ${MAX_LINKED_ENTRIES} proposals through their children`,
+          'depends_on',
+        );
       }
       for (const id of missing) children.set(id, id === proposalId ? null : await this.linksOf(id));
     }
@@ -93,7 +105,9 @@ export class SubmitProposalHandler {
    * list follows the log, so a grant made a moment ago may not count yet). With authentication
    * off there is no registry to ask: the list must be sent.
    */
-  private async eligibleParticipants(request: ProposeRequest): Promise<Pick<SubmitProposal['data'], 'eligible_participants' | 'eligible_participants_source'>> {
+  private async eligibleParticipants(
+    request: ProposeRequest,
+  ): Promise<Pick<SubmitProposal['data'], 'eligible_participants' | 'eligible_participants_source'>> {
     if (request.quorum_policy?.kind !== 'unanimous' || request.eligible_participants !== undefined || !this.context.authRequired) return {};
     const granted = this.directory.list().filter((p) => grantFor(p, request.domain)?.actions.includes('respond'));
     const eligible: string[] = [];
@@ -123,7 +137,11 @@ export class SubmitProposalHandler {
     const keys = author.state.status === 'active' ? author.state.participant.keys.filter((k) => k.status === 'active') : [];
     const key = keys.find((k) => verifyEd25519(k.public_key, message, bytes));
     if (!key) {
-      throw new AcpError('UNAUTHENTICATED', "payload_signature does not verify with the author's active keys over the payload's canonical JSON", 'payload_signature');
+      throw new AcpError(
+        'UNAUTHENTICATED',
+        "payload_signature does not verify with the author's active keys over the payload's canonical JSON",
+        'payload_signature',
+      );
     }
     return { signature: value as string, key_id: key.key_id };
   }

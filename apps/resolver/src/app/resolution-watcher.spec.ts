@@ -9,7 +9,16 @@ const meta = (actor: string) => ({ command_id: ulid(), now: new Date().toISOStri
 const submit = (id: string): ProposalCommand => ({
   type: PROPOSAL_COMMAND_TYPES.SubmitProposal,
   ...meta('author'),
-  data: { proposal_id: id, type: 'proposal', domain: 'ops', author: 'author', payload: {}, quorum: 3, created_at: new Date().toISOString(), expires_at: null },
+  data: {
+    proposal_id: id,
+    type: 'proposal',
+    domain: 'ops',
+    author: 'author',
+    payload: {},
+    quorum: 3,
+    created_at: new Date().toISOString(),
+    expires_at: null,
+  },
 });
 const respond = (id: string, who: string, response_type: 'endorse' | 'challenge'): ProposalCommand => ({
   type: PROPOSAL_COMMAND_TYPES.RecordResponse,
@@ -26,7 +35,11 @@ async function burst(store: ProposalStore, ids: string[]) {
   await Promise.all(
     ids.map(async (id) => {
       await store.execute(submit(id));
-      await Promise.all([store.execute(respond(id, 'a', 'endorse')), store.execute(respond(id, 'b', 'endorse')), store.execute(respond(id, 'c', 'challenge'))]);
+      await Promise.all([
+        store.execute(respond(id, 'a', 'endorse')),
+        store.execute(respond(id, 'b', 'endorse')),
+        store.execute(respond(id, 'c', 'challenge')),
+      ]);
     }),
   );
 }
@@ -44,7 +57,11 @@ describe('ResolutionWatcher: every proposal whose quorum is met is resolved exac
     // When the resolver starts while more proposals complete, and more again once it is live
     const resolverStore = new ProposalStore(log, DEFAULT_DECIDER_CONFIG);
     await resolverStore.onApplicationBootstrap();
-    const watcher = new ResolutionWatcher(resolverStore, clock, new Reactors(log, () => undefined, config, 'resolver', new MemorySnapshots(), readiness));
+    const watcher = new ResolutionWatcher(
+      resolverStore,
+      clock,
+      new Reactors(log, () => undefined, config, 'resolver', new MemorySnapshots(), readiness),
+    );
     const during = Array.from({ length: 150 }, () => ulid());
     await Promise.all([watcher.onApplicationBootstrap(), burst(writer, during)]);
     const after = Array.from({ length: 150 }, () => ulid());
@@ -53,7 +70,9 @@ describe('ResolutionWatcher: every proposal whose quorum is met is resolved exac
     // Then every one of them has exactly one resolution
     const all = [...before, ...during, ...after];
     const resolutions = async () =>
-      Promise.all(all.map(async (id) => (await log.read(`proposal-${id}`)).events.filter((e) => e.event.type === 'ProposalResolved').length));
+      Promise.all(
+        all.map(async (id) => (await log.read(`proposal-${id}`)).events.filter((e) => e.event.type === 'ProposalResolved').length),
+      );
     await until(async () => (await resolutions()).every((n) => n >= 1));
     expect((await resolutions()).filter((n) => n !== 1)).toEqual([]);
     expect(watcher.backlog).toBe(0);

@@ -15,7 +15,18 @@ import {
   evolveProposal,
 } from '@conclave/acp-protocol';
 import type { StoredEvent, StreamVersion } from '@conclave/event-log';
-import { CLOCK, Clock, ConclaveMetrics, METRICS, ProposalStore, Reactor, Reactors, TimerOutcome, TimerQueue, trackTimerQueue } from '@conclave/service-kit';
+import {
+  CLOCK,
+  Clock,
+  ConclaveMetrics,
+  METRICS,
+  ProposalStore,
+  Reactor,
+  Reactors,
+  TimerOutcome,
+  TimerQueue,
+  trackTimerQueue,
+} from '@conclave/service-kit';
 
 const ACTOR = 'conclave-resolver';
 
@@ -165,7 +176,10 @@ export class ResolutionWatcher implements OnApplicationBootstrap, OnApplicationS
           return 'done';
         }
         const loaded = { stream: proposalStream(reaction.proposal_id), state: followed.state, version: followed.version, cached: true };
-        const outcome = await this.store.execute({ type: PROPOSAL_COMMAND_TYPES.ResolveProposal, ...command, data: { proposal_id: reaction.proposal_id } }, loaded);
+        const outcome = await this.store.execute(
+          { type: PROPOSAL_COMMAND_TYPES.ResolveProposal, ...command, data: { proposal_id: reaction.proposal_id } },
+          loaded,
+        );
         if (!outcome.duplicate && outcome.events.length > 0 && queued.since !== undefined) {
           this.quorumToDecision?.observe(Math.max(0, Date.parse(command.now) - queued.since) / 1000);
         }

@@ -10,7 +10,18 @@ import {
   reactionCommandId,
 } from '@conclave/acp-protocol';
 import type { StoredEvent } from '@conclave/event-log';
-import { CLOCK, Clock, ConclaveMetrics, ProposalStore, Reactor, Reactors, SERVICE_CONFIG, TimerOutcome, TimerQueue, trackTimerQueue } from '@conclave/service-kit';
+import {
+  CLOCK,
+  Clock,
+  ConclaveMetrics,
+  ProposalStore,
+  Reactor,
+  Reactors,
+  SERVICE_CONFIG,
+  TimerOutcome,
+  TimerQueue,
+  trackTimerQueue,
+} from '@conclave/service-kit';
 import { SweeperConfig } from './sweeper.config';
 
 const ACTOR = 'conclave-sweeper';
@@ -44,7 +55,8 @@ export class ExpirySweeper implements OnApplicationBootstrap, OnApplicationShutd
       maxSleepMs: config.sweepIntervalMs,
       run: (id) => this.expire(id),
       onRetry: (id, attempt, err) => {
-        if (attempt === 1 || attempt % 10 === 0) this.logger.warn(`expiring ${id}: attempt ${attempt} failed, retrying: ${(err as Error)?.message}`);
+        if (attempt === 1 || attempt % 10 === 0)
+          this.logger.warn(`expiring ${id}: attempt ${attempt} failed, retrying: ${(err as Error)?.message}`);
       },
     });
     this.reactor = reactors.create<ProposalEvent>({

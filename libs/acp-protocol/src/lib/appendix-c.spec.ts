@@ -31,7 +31,14 @@ describe('Appendix C: example scenarios', () => {
           type: 'ProposalResolved',
           data: {
             proposal_id: P1,
-            resolution: { schema_version: '1.0', outcome: 'approved', trigger: 'quorum', votes_for: 1.1645, votes_against: 0, decided_at: at(90) },
+            resolution: {
+              schema_version: '1.0',
+              outcome: 'approved',
+              trigger: 'quorum',
+              votes_for: 1.1645,
+              votes_against: 0,
+              decided_at: at(90),
+            },
           },
         },
       ]);
@@ -93,7 +100,10 @@ describe('Appendix C: example scenarios', () => {
 
     const human = handleProposalCommand(state, resolveEscalation('approved', { now: at(600) }));
     expect(human.events).toMatchObject([
-      { type: 'EscalationResolved', data: { resolution: { outcome: 'approved', trigger: 'manual', votes_for: 0.648, votes_against: 0.648 } } },
+      {
+        type: 'EscalationResolved',
+        data: { resolution: { outcome: 'approved', trigger: 'manual', votes_for: 0.648, votes_against: 0.648 } },
+      },
     ]);
     expect(human.decisions).toMatchObject([{ outcome: 'approved', trigger: 'manual', resolved_by: 'human:alice' }]);
     expect(projectProposal(human.state)).toMatchObject({ status: 'resolved', resolution: { outcome: 'approved', trigger: 'manual' } });

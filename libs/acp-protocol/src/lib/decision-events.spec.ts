@@ -31,7 +31,11 @@ describe('11 decision events', () => {
   });
 
   it('11.2 / 12.6 fields, 11.3 causal lineage (caused_by = proposal_id, payload_summary), event_id = the log event id', () => {
-    const [{ d, events }] = decisionsOf([submit({ quorum: 1 }, { correlation_id: 'trace-1' }), endorse('a', F, { correlation_id: 'trace-1' }), resolveByQuorum({ now: at(60), correlation_id: 'trace-1' })]);
+    const [{ d, events }] = decisionsOf([
+      submit({ quorum: 1 }, { correlation_id: 'trace-1' }),
+      endorse('a', F, { correlation_id: 'trace-1' }),
+      resolveByQuorum({ now: at(60), correlation_id: 'trace-1' }),
+    ]);
     expect(d).toEqual({
       schema_version: '1.0',
       event_id: events[0].event_id,
@@ -59,7 +63,11 @@ describe('11 decision events', () => {
   });
 
   it('11.3 payload_hash is carried when the edge stamped one; escalation metadata and resolver are included', () => {
-    const [esc, human] = decisionsOf([submit({ payload_hash: 'sha256:abc' }), escalate('x'), resolveEscalation('approved', { resolved_by: 'human:eve', note: null })]).map((x) => x.d);
+    const [esc, human] = decisionsOf([
+      submit({ payload_hash: 'sha256:abc' }),
+      escalate('x'),
+      resolveEscalation('approved', { resolved_by: 'human:eve', note: null }),
+    ]).map((x) => x.d);
     expect(esc).toMatchObject({ payload_hash: 'sha256:abc', escalation: { reason: 'manual' } });
     expect(human).toMatchObject({ payload_hash: 'sha256:abc', resolved_by: 'human:eve', note: null, escalation: { reason: 'manual' } });
   });
@@ -77,7 +85,9 @@ describe('11 decision events', () => {
   });
 
   it('a custom payload summarizer can be supplied', () => {
-    const r = handleProposalCommand(initialProposalState, submit({ type: 'observation' }), undefined, { summarizePayload: (p) => String(p.payload['action']) });
+    const r = handleProposalCommand(initialProposalState, submit({ type: 'observation' }), undefined, {
+      summarizePayload: (p) => String(p.payload['action']),
+    });
     expect(r.decisions[0].payload_summary).toBe('approve_loan');
   });
 

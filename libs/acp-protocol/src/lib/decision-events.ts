@@ -33,11 +33,7 @@ export interface DecisionEventOptions {
  * `state` is any state of the same proposal after its submission (typically the state after
  * evolving `event`); only the proposal's fixed details are read from it.
  */
-export function toDecisionEvent(
-  event: ProposalEvent,
-  state: ProposalState,
-  options: DecisionEventOptions = {},
-): DecisionEvent | undefined {
+export function toDecisionEvent(event: ProposalEvent, state: ProposalState, options: DecisionEventOptions = {}): DecisionEvent | undefined {
   if (!isTerminalEvent(event)) return undefined;
   if (state.status === 'initial' || state.proposal.proposal_id !== event.data.proposal_id) {
     throw new AcpError('INTERNAL', `decision event for ${event.data.proposal_id} needs that proposal's state`);

@@ -7,7 +7,8 @@ import { pendingResolution, projectProposal } from './proposal.projection';
 describe('9.1 domain namespaces', () => {
   it('9.1 domains are hierarchical, case-sensitive, NATS-token safe', () => {
     for (const ok of ['risk', 'risk.credit', 'ops.deploy-eu_1', 'Risk.Credit']) expect(isDomain(ok)).toBe(true);
-    for (const bad of ['', '.risk', 'risk.', 'risk..credit', 'risk.*', 'risk.>', 'risk credit', 'risque.crédit', 5, null]) expect(isDomain(bad)).toBe(false);
+    for (const bad of ['', '.risk', 'risk.', 'risk..credit', 'risk.*', 'risk.>', 'risk credit', 'risque.crédit', 5, null])
+      expect(isDomain(bad)).toBe(false);
     expect(isWithinDomain('risk.credit', 'risk')).toBe(true);
     expect(isWithinDomain('Risk.credit', 'risk')).toBe(false);
     expect(isWithinDomain('riskier', 'risk')).toBe(false);
@@ -20,7 +21,9 @@ describe('9.3 cross-domain parent/child proposals', () => {
   it('9.3 the parent resolves only when all its children have a final outcome', () => {
     expect(pendingResolution(stateAfter([parent]))).toBeUndefined();
     expect(pendingResolution(stateAfter([parent, recordChild(P2, 'approved')]))).toBeUndefined();
-    given([parent, recordChild(P2, 'approved')]).when(resolveByQuorum()).thenThrows('CONFLICT', 'proposal_id', /child/);
+    given([parent, recordChild(P2, 'approved')])
+      .when(resolveByQuorum())
+      .thenThrows('CONFLICT', 'proposal_id', /child/);
     expect(pendingResolution(stateAfter([parent, recordChild(P2, 'approved'), recordChild(P3, 'approved')]))).toEqual({ proposal_id: P1 });
   });
 
@@ -30,7 +33,15 @@ describe('9.3 cross-domain parent/child proposals', () => {
       .then([
         {
           type: 'ProposalResolved',
-          data: { resolution: { outcome: 'approved', trigger: 'quorum', votes_for: 2, votes_against: 0, child_outcomes: { [P2]: 'approved', [P3]: 'approved' } } },
+          data: {
+            resolution: {
+              outcome: 'approved',
+              trigger: 'quorum',
+              votes_for: 2,
+              votes_against: 0,
+              child_outcomes: { [P2]: 'approved', [P3]: 'approved' },
+            },
+          },
         },
       ]);
     expect(projectProposal(state)).toMatchObject({ status: 'resolved', depends_on: [P2, P3] });
@@ -51,25 +62,45 @@ describe('9.3 cross-domain parent/child proposals', () => {
   });
 
   it('9.3 recording the same child outcome twice is a no-op; a contradicting one is a CONFLICT', () => {
-    given([parent, recordChild(P2, 'approved')]).when(recordChild(P2, 'approved')).thenNothingHappened();
-    given([parent, recordChild(P2, 'approved')]).when(recordChild(P2, 'rejected')).thenThrows('CONFLICT');
+    given([parent, recordChild(P2, 'approved')])
+      .when(recordChild(P2, 'approved'))
+      .thenNothingHappened();
+    given([parent, recordChild(P2, 'approved')])
+      .when(recordChild(P2, 'rejected'))
+      .thenThrows('CONFLICT');
   });
 
   it('9.3 only declared children, only final outcomes', () => {
     given([parent]).when(recordChild('01J0000000ZZZZZZZZZZZZZZZZ', 'approved')).thenThrows('SCHEMA_VIOLATION', 'child_proposal_id');
-    given([parent]).when(recordChild(P2, 'escalated' as never)).thenThrows('SCHEMA_VIOLATION', 'outcome');
+    given([parent])
+      .when(recordChild(P2, 'escalated' as never))
+      .thenThrows('SCHEMA_VIOLATION', 'outcome');
   });
 
   it('9.3 a parent takes no responses of its own (its children decide); it can still be escalated or expire', () => {
-    given([parent]).when(endorse('a', { domain_authority: 1, confidence: 1, trust_score: 1 })).thenThrows('SCHEMA_VIOLATION', 'proposal_id', /parent/);
-    given([parent]).when(escalate()).then([{ type: 'ProposalEscalated' }]);
-    given([parent]).when(expire(min(5))).then([{ type: 'ProposalExpired' }]);
-    given([parent, expire(min(5))]).when(recordChild(P2, 'approved')).thenThrows('PROPOSAL_NOT_PENDING');
+    given([parent])
+      .when(endorse('a', { domain_authority: 1, confidence: 1, trust_score: 1 }))
+      .thenThrows('SCHEMA_VIOLATION', 'proposal_id', /parent/);
+    given([parent])
+      .when(escalate())
+      .then([{ type: 'ProposalEscalated' }]);
+    given([parent])
+      .when(expire(min(5)))
+      .then([{ type: 'ProposalExpired' }]);
+    given([parent, expire(min(5))])
+      .when(recordChild(P2, 'approved'))
+      .thenThrows('PROPOSAL_NOT_PENDING');
   });
 
   it('9.3 a parent must not depend on itself or repeat a child', () => {
-    given([]).when(submit({ depends_on: [P1] })).thenThrows('SCHEMA_VIOLATION', 'depends_on');
-    given([]).when(submit({ depends_on: [P2, P2] })).thenThrows('SCHEMA_VIOLATION', 'depends_on');
-    given([]).when(submit({ depends_on: ['nope'] })).thenThrows('INVALID_ID', 'depends_on.0');
+    given([])
+      .when(submit({ depends_on: [P1] }))
+      .thenThrows('SCHEMA_VIOLATION', 'depends_on');
+    given([])
+      .when(submit({ depends_on: [P2, P2] }))
+      .thenThrows('SCHEMA_VIOLATION', 'depends_on');
+    given([])
+      .when(submit({ depends_on: ['nope'] }))
+      .thenThrows('INVALID_ID', 'depends_on.0');
   });
 });

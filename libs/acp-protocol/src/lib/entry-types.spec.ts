@@ -22,7 +22,9 @@ describe('4.2 entry types', () => {
           },
         ]);
       expect(projectProposal(state)).toMatchObject({ type, status: 'resolved', resolution: { auto_resolved: true } });
-      given([submit({ type })]).when(endorse('a', { domain_authority: 1, confidence: 1, trust_score: 1 })).thenThrows('PROPOSAL_NOT_PENDING');
+      given([submit({ type })])
+        .when(endorse('a', { domain_authority: 1, confidence: 1, trust_score: 1 }))
+        .thenThrows('PROPOSAL_NOT_PENDING');
     });
   }
 
@@ -33,14 +35,20 @@ describe('4.2 entry types', () => {
 
   it('4.2 policy escalation rules do not apply to observations (they need no consensus)', () => {
     const config = { ...DEFAULT_DECIDER_CONFIG, escalationPolicies: [{ id: 'all' }] };
-    given([], config).when(submit({ type: 'observation' })).then([{ type: 'ProposalSubmitted' }, { type: 'ProposalResolved' }]);
+    given([], config)
+      .when(submit({ type: 'observation' }))
+      .then([{ type: 'ProposalSubmitted' }, { type: 'ProposalResolved' }]);
   });
 
   it('4.2 a proposal (type proposal) requires consensus and stays pending', () => {
-    given([]).when(submit({ type: 'proposal' })).then([{ type: 'ProposalSubmitted' }]);
+    given([])
+      .when(submit({ type: 'proposal' }))
+      .then([{ type: 'ProposalSubmitted' }]);
   });
 
   it('9.3 only a proposal can depend on children', () => {
-    given([]).when(submit({ type: 'hypothesis', depends_on: ['01J0000000AAAAAAAAAAAAAAAA'] })).thenThrows('SCHEMA_VIOLATION', 'depends_on');
+    given([])
+      .when(submit({ type: 'hypothesis', depends_on: ['01J0000000AAAAAAAAAAAAAAAA'] }))
+      .thenThrows('SCHEMA_VIOLATION', 'depends_on');
   });
 });

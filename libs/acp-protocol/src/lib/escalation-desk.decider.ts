@@ -31,7 +31,11 @@ export function decideResolveEscalation(command: ResolveEscalation, state: Propo
       throw new AcpError('CONFLICT', `escalation of ${d.proposal_id} is not bound to a payload hash yet; retry`, 'payload_hash');
     }
     if (d.payload_hash !== expected) {
-      throw new AcpError('CONFLICT', `payload_hash ${d.payload_hash} is not the hash of proposal ${d.proposal_id}'s payload (${expected})`, 'payload_hash');
+      throw new AcpError(
+        'CONFLICT',
+        `payload_hash ${d.payload_hash} is not the hash of proposal ${d.proposal_id}'s payload (${expected})`,
+        'payload_hash',
+      );
     }
   }
   const votes = { votes_for: s.resolution.votes_for, votes_against: s.resolution.votes_against };
@@ -49,10 +53,18 @@ export function decideResolveEscalation(command: ResolveEscalation, state: Propo
     ]);
   }
   if (!rule.of.includes(d.resolved_by)) {
-    throw new AcpError('FORBIDDEN', `${d.resolved_by} is not one of the humans whose sign-off counts for this escalation (${rule.of.join(', ')})`, 'resolved_by');
+    throw new AcpError(
+      'FORBIDDEN',
+      `${d.resolved_by} is not one of the humans whose sign-off counts for this escalation (${rule.of.join(', ')})`,
+      'resolved_by',
+    );
   }
   if (s.desk.signOffs.some((x) => x.by === d.resolved_by)) {
-    throw new AcpError('DUPLICATE_RESPONSE', `${d.resolved_by} has already signed off this escalation; the first sign-off stands`, 'resolved_by');
+    throw new AcpError(
+      'DUPLICATE_RESPONSE',
+      `${d.resolved_by} has already signed off this escalation; the first sign-off stands`,
+      'resolved_by',
+    );
   }
   const signOff = { by: d.resolved_by, outcome: d.outcome, note, at: command.now };
   const signOffs = [...s.desk.signOffs, signOff];
@@ -134,7 +146,11 @@ export function decideRouteEscalation(command: RouteEscalation, state: ProposalS
  * escalation), in order. A reminder and a reassignment are events and notifications; the default
  * step ends the escalation with its outcome (trigger timeout) or expiry. Nothing due: no events.
  */
-export function decideAdvanceEscalationLadder(command: AdvanceEscalationLadder, state: ProposalState, _config: DeciderConfig): ProposalEvent[] {
+export function decideAdvanceEscalationLadder(
+  command: AdvanceEscalationLadder,
+  state: ProposalState,
+  _config: DeciderConfig,
+): ProposalEvent[] {
   checkMetadata(command);
   const d = command.data;
   const s = requireEscalated(state, d.proposal_id, d.escalation_id);
@@ -174,4 +190,3 @@ export function decideAdvanceEscalationLadder(command: AdvanceEscalationLadder, 
   });
   return emit(command, d.proposal_id, drafts);
 }
-

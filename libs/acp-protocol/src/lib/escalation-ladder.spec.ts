@@ -2,7 +2,15 @@
 import { P1, at, challenge, endorse, escalate, resolveByQuorum, resolveEscalation, submit, ulidOf } from '../testing/fixtures';
 import { given, history } from '../testing/given-when-then';
 import { AcpError } from './errors';
-import { EscalationRoute, EscalationRouting, dueLadderSteps, ladderStepDueAt, parseEscalationRoutes, routeFor, routingFor } from './escalation-ladder';
+import {
+  EscalationRoute,
+  EscalationRouting,
+  dueLadderSteps,
+  ladderStepDueAt,
+  parseEscalationRoutes,
+  routeFor,
+  routingFor,
+} from './escalation-ladder';
 import type { AdvanceEscalationLadder, ProposalCommand, RouteEscalation } from './proposal.commands';
 import { projectProposal, statusAfter } from './proposal.projection';
 import { foldProposal } from './proposal.state';
@@ -26,10 +34,22 @@ const LADDER: EscalationRouting = {
 };
 
 function route(escalationId: string, routing: EscalationRouting = LADDER, payload_hash = HASH, now = at(1)): RouteEscalation {
-  return { type: 'RouteEscalation', command_id: cid(), now, actor: 'conclave-escalation', data: { proposal_id: P1, escalation_id: escalationId, payload_hash, routing } };
+  return {
+    type: 'RouteEscalation',
+    command_id: cid(),
+    now,
+    actor: 'conclave-escalation',
+    data: { proposal_id: P1, escalation_id: escalationId, payload_hash, routing },
+  };
 }
 function advance(now: string, escalation_id?: string): AdvanceEscalationLadder {
-  return { type: 'AdvanceEscalationLadder', command_id: cid(), now, actor: 'conclave-escalation', data: { proposal_id: P1, ...(escalation_id ? { escalation_id } : {}) } };
+  return {
+    type: 'AdvanceEscalationLadder',
+    command_id: cid(),
+    now,
+    actor: 'conclave-escalation',
+    data: { proposal_id: P1, ...(escalation_id ? { escalation_id } : {}) },
+  };
 }
 
 /** A tie at quorum, escalated at at(0) (C.4). */
@@ -53,34 +73,45 @@ describe('routing: who is responsible (10.3), per domain', () => {
     expect(routeFor([], 'risk')).toBeUndefined();
   });
 
-  it('given a policy that names an assignee, then it comes first, then the route\'s', () => {
+  it("given a policy that names an assignee, then it comes first, then the route's", () => {
     expect(routingFor(routes, { domain: 'risk.credit' }, { assigned_to: 'team-sre' })).toEqual({
-      route_id: 'credit', assignees: ['team-sre', 'human:credit'], ladder: [{ action: 'remind', after_ms: 1000 }], sign_off: null,
+      route_id: 'credit',
+      assignees: ['team-sre', 'human:credit'],
+      ladder: [{ action: 'remind', after_ms: 1000 }],
+      sign_off: null,
     });
     expect(routingFor([], { domain: 'x' }, {})).toEqual({ route_id: null, assignees: [], ladder: [], sign_off: null });
   });
 
   it('given an escalated proposal, when the desk routes it, then EscalationRouted binds escalation id and payload hash', () => {
     const { events, escalationId } = escalatedHistory();
-    const { state } = given(events).when(route(escalationId)).then([
-      { type: 'EscalationRouted', data: { proposal_id: P1, escalation_id: escalationId, payload_hash: HASH, routing: LADDER } },
-    ]);
+    const { state } = given(events)
+      .when(route(escalationId))
+      .then([{ type: 'EscalationRouted', data: { proposal_id: P1, escalation_id: escalationId, payload_hash: HASH, routing: LADDER } }]);
     expect(state).toMatchObject({ status: 'escalated', desk: { escalationId, payloadHash: HASH, assignees: ['human:lead'], nextStep: 0 } });
   });
 
   it('given an already routed escalation, when routed again, then nothing happens (idempotent)', () => {
     const { events, escalationId } = escalatedHistory();
-    given([...events, ...given(events).when(route(escalationId)).events()]).when(route(escalationId)).thenNothingHappened();
+    given([...events, ...given(events).when(route(escalationId)).events()])
+      .when(route(escalationId))
+      .thenNothingHappened();
   });
 
   it('given a pending proposal or a stale escalation id, when routed, then NOT_ESCALATED', () => {
-    given([submit()]).when(route(ulidOf(1))).thenThrows('NOT_ESCALATED', 'proposal_id');
-    given(escalatedHistory().events).when(route(ulidOf(2))).thenThrows('NOT_ESCALATED', 'escalation_id');
+    given([submit()])
+      .when(route(ulidOf(1)))
+      .thenThrows('NOT_ESCALATED', 'proposal_id');
+    given(escalatedHistory().events)
+      .when(route(ulidOf(2)))
+      .thenThrows('NOT_ESCALATED', 'escalation_id');
   });
 
   it('given a proposal stamped with a payload hash, when routed with another, then CONFLICT', () => {
     const events = history([submit({ payload_hash: 'sha256:real' }), escalate()]);
-    given(events).when(route(events[1].event_id, LADDER, 'sha256:other')).thenThrows('CONFLICT', 'payload_hash');
+    given(events)
+      .when(route(events[1].event_id, LADDER, 'sha256:other'))
+      .thenThrows('CONFLICT', 'payload_hash');
   });
 });
 
@@ -99,49 +130,75 @@ describe('the escalation ladder: reminder, fallback assignee, default outcome', 
   });
 
   it('given a routed escalation, when nothing is due yet, then nothing happens', () => {
-    given(routed().events).when(advance(at(59))).thenNothingHappened();
+    given(routed().events)
+      .when(advance(at(59)))
+      .thenNothingHappened();
   });
 
   it('given a routed escalation, when the first step is due, then the assignees are reminded', () => {
     const { events, escalationId } = routed();
-    const { state } = given(events).when(advance(at(60))).then([
-      { type: 'EscalationReminded', data: { escalation_id: escalationId, step: 0, due_at: '2025-01-15T10:01:00.000Z', assignees: ['human:lead'] } },
-    ]);
+    const { state } = given(events)
+      .when(advance(at(60)))
+      .then([
+        {
+          type: 'EscalationReminded',
+          data: { escalation_id: escalationId, step: 0, due_at: '2025-01-15T10:01:00.000Z', assignees: ['human:lead'] },
+        },
+      ]);
     expect(state).toMatchObject({ status: 'escalated', desk: { nextStep: 1 } });
   });
 
   it('given a reminder sent, when the second step is due, then the fallback assignee takes over', () => {
     const { events } = routed();
-    const after1 = [...events, ...given(events).when(advance(at(60))).events()];
-    const { state } = given(after1).when(advance(at(125))).then([
-      { type: 'EscalationReassigned', data: { step: 1, from: ['human:lead'], to: ['human:vp'] } },
-    ]);
+    const after1 = [
+      ...events,
+      ...given(events)
+        .when(advance(at(60)))
+        .events(),
+    ];
+    const { state } = given(after1)
+      .when(advance(at(125)))
+      .then([{ type: 'EscalationReassigned', data: { step: 1, from: ['human:lead'], to: ['human:vp'] } }]);
     expect(state).toMatchObject({ desk: { assignees: ['human:vp'], nextStep: 2 } });
   });
 
   it('given no human answered, when the last step is due, then the default outcome applies with trigger timeout and a decision event', () => {
     const { events } = routed();
-    const { events: produced, state } = given(events).when(advance(at(240))).then([
-      { type: 'EscalationReminded', data: { step: 0 } },
-      { type: 'EscalationReassigned', data: { step: 1 } },
-      {
-        type: 'EscalationDefaulted',
-        data: { step: 2, resolution: { outcome: 'rejected', trigger: 'timeout', votes_for: 0.648, votes_against: 0.648, ladder_default: true, escalation: { reason: 'tie' } } },
-      },
-    ]);
+    const { events: produced, state } = given(events)
+      .when(advance(at(240)))
+      .then([
+        { type: 'EscalationReminded', data: { step: 0 } },
+        { type: 'EscalationReassigned', data: { step: 1 } },
+        {
+          type: 'EscalationDefaulted',
+          data: {
+            step: 2,
+            resolution: {
+              outcome: 'rejected',
+              trigger: 'timeout',
+              votes_for: 0.648,
+              votes_against: 0.648,
+              ladder_default: true,
+              escalation: { reason: 'tie' },
+            },
+          },
+        },
+      ]);
     expect(projectProposal(state)).toMatchObject({ status: 'resolved', resolution: { outcome: 'rejected', trigger: 'timeout' } });
     expect(toDecisionEvent(produced[2], state)).toMatchObject({ outcome: 'rejected', trigger: 'timeout', ladder_default: true });
     expect(statusAfter(produced[2], 'escalated')).toBe('resolved');
-    given([...events, ...produced]).when(resolveEscalation('approved')).thenThrows('NOT_ESCALATED');
+    given([...events, ...produced])
+      .when(resolveEscalation('approved'))
+      .thenThrows('NOT_ESCALATED');
   });
 
   it('given a ladder that ends in expiry, when it is due, then the proposal is expired', () => {
     const { events, escalationId } = escalatedHistory();
     const expiring = { ...LADDER, ladder: [{ action: 'default' as const, after_ms: 1000, outcome: 'expired' as const }] };
     const all = [...events, ...given(events).when(route(escalationId, expiring)).events()];
-    const { events: produced, state } = given(all).when(advance(at(1))).then([
-      { type: 'EscalationDefaulted', data: { resolution: { outcome: 'expired', trigger: 'timeout' } } },
-    ]);
+    const { events: produced, state } = given(all)
+      .when(advance(at(1)))
+      .then([{ type: 'EscalationDefaulted', data: { resolution: { outcome: 'expired', trigger: 'timeout' } } }]);
     expect(state.status).toBe('expired');
     expect(statusAfter(produced[0], 'escalated')).toBe('expired');
   });
@@ -149,12 +206,19 @@ describe('the escalation ladder: reminder, fallback assignee, default outcome', 
   it('given a human resolved first, when the ladder fires, then NOT_ESCALATED and nothing changes', () => {
     const { events } = routed();
     const resolved = [...events, ...given(events).when(resolveEscalation('approved')).events()];
-    given(resolved).when(advance(at(300))).thenThrows('NOT_ESCALATED');
+    given(resolved)
+      .when(advance(at(300)))
+      .thenThrows('NOT_ESCALATED');
   });
 
   it('a replay of the routed and laddered log folds to the same state', () => {
     const { events } = routed();
-    const all = [...events, ...given(events).when(advance(at(130))).events()];
+    const all = [
+      ...events,
+      ...given(events)
+        .when(advance(at(130)))
+        .events(),
+    ];
     expect(foldProposal(all)).toEqual(foldProposal(JSON.parse(JSON.stringify(all))));
   });
 });
@@ -168,7 +232,18 @@ describe('routes configuration is validated at start', () => {
       [[{ id: 'a', domain_prefix: 'risk.*' }], 'escalation_routes.0.domain_prefix'],
       [[{ id: 'a', assignees: ['x', 'x'] }], 'escalation_routes.0.assignees'],
       [[{ id: 'a', ladder: [{ action: 'remind', after_ms: -1 }] }], 'escalation_routes.0.ladder.0.after_ms'],
-      [[{ id: 'a', ladder: [{ action: 'default', after_ms: 1, outcome: 'approved' }, { action: 'remind', after_ms: 1 }] }], 'escalation_routes.0.ladder.0.action'],
+      [
+        [
+          {
+            id: 'a',
+            ladder: [
+              { action: 'default', after_ms: 1, outcome: 'approved' },
+              { action: 'remind', after_ms: 1 },
+            ],
+          },
+        ],
+        'escalation_routes.0.ladder.0.action',
+      ],
       [[{ id: 'a', ladder: [{ action: 'default', after_ms: 1, outcome: 'escalated' }] }], 'escalation_routes.0.ladder.0.outcome'],
       [[{ id: 'a', ladder: [{ action: 'reassign', after_ms: 1, to: [] }] }], 'escalation_routes.0.ladder.0.to'],
       [[{ id: 'a', sign_off: { required: 3, of: ['x', 'y'] } }], 'escalation_routes.0.sign_off.required'],
@@ -187,10 +262,22 @@ describe('routes configuration is validated at start', () => {
 
   it('a good configuration parses to routes', () => {
     const routes: EscalationRoute[] = parseEscalationRoutes([
-      { id: 'ops', domain_prefix: 'ops', assignees: ['team-sre'], ladder: [{ action: 'remind', after_ms: 5 }], sign_off: { required: 2, of: ['a', 'b', 'c'], veto: true } },
+      {
+        id: 'ops',
+        domain_prefix: 'ops',
+        assignees: ['team-sre'],
+        ladder: [{ action: 'remind', after_ms: 5 }],
+        sign_off: { required: 2, of: ['a', 'b', 'c'], veto: true },
+      },
     ]);
     expect(routes).toEqual([
-      { id: 'ops', domain_prefix: 'ops', assignees: ['team-sre'], ladder: [{ action: 'remind', after_ms: 5 }], sign_off: { required: 2, of: ['a', 'b', 'c'], veto: true } },
+      {
+        id: 'ops',
+        domain_prefix: 'ops',
+        assignees: ['team-sre'],
+        ladder: [{ action: 'remind', after_ms: 5 }],
+        sign_off: { required: 2, of: ['a', 'b', 'c'], veto: true },
+      },
     ]);
   });
 });

@@ -119,7 +119,8 @@ function parseStep(v: unknown, field: string, last: boolean): LadderStep {
     case 'default': {
       if (!last) fail(`${field}.action`, 'default must be the last step of the ladder');
       const outcome = v['outcome'];
-      if (!(LADDER_DEFAULT_OUTCOMES as readonly unknown[]).includes(outcome)) fail(`${field}.outcome`, `must be one of ${LADDER_DEFAULT_OUTCOMES.join(', ')}`);
+      if (!(LADDER_DEFAULT_OUTCOMES as readonly unknown[]).includes(outcome))
+        fail(`${field}.outcome`, `must be one of ${LADDER_DEFAULT_OUTCOMES.join(', ')}`);
       return { action: 'default', after_ms: after, outcome: outcome as LadderDefaultOutcome };
     }
     default:

@@ -26,11 +26,15 @@ describe('10.1 escalation triggers', () => {
   });
 
   it('10.1 a proposal whose quorum is already met cannot be escalated by hand (its outcome is decided)', () => {
-    given([submit({ quorum: 1 }), endorse('a', F)]).when(escalate()).thenThrows('PROPOSAL_NOT_PENDING', 'proposal_id', /quorum/);
+    given([submit({ quorum: 1 }), endorse('a', F)])
+      .when(escalate())
+      .thenThrows('PROPOSAL_NOT_PENDING', 'proposal_id', /quorum/);
   });
 
   it('10.1 item 3 policy-defined: a matching rule escalates on submission, before voting (reason policy)', () => {
-    const rules: EscalationPolicyRule[] = [{ id: 'prod', domain_prefix: 'ops', when: { path: 'payload.env', equals: 'production' }, assign_to: 'team-sre' }];
+    const rules: EscalationPolicyRule[] = [
+      { id: 'prod', domain_prefix: 'ops', when: { path: 'payload.env', equals: 'production' }, assign_to: 'team-sre' },
+    ];
     const config = { ...DEFAULT_DECIDER_CONFIG, escalationPolicies: rules };
     given([], config)
       .when(submit({ domain: 'ops.deploy', payload: { env: 'production' } }))
@@ -44,8 +48,12 @@ describe('10.1 escalation triggers', () => {
           },
         },
       ]);
-    given([], config).when(submit({ domain: 'ops.deploy', payload: { env: 'staging' } })).then([{ type: 'ProposalSubmitted' }]);
-    given([], config).when(submit({ domain: 'opsx', payload: { env: 'production' } })).then([{ type: 'ProposalSubmitted' }]);
+    given([], config)
+      .when(submit({ domain: 'ops.deploy', payload: { env: 'staging' } }))
+      .then([{ type: 'ProposalSubmitted' }]);
+    given([], config)
+      .when(submit({ domain: 'opsx', payload: { env: 'production' } }))
+      .then([{ type: 'ProposalSubmitted' }]);
   });
 });
 
@@ -63,10 +71,23 @@ describe('10.2 escalation state and human resolution', () => {
         .then([
           {
             type: 'EscalationResolved',
-            data: { resolution: { outcome, trigger: 'manual', decided_at: at(900), resolved_by: 'human:bob', note: 'checked flood maps', escalation: { reason: 'tie' } } },
+            data: {
+              resolution: {
+                outcome,
+                trigger: 'manual',
+                decided_at: at(900),
+                resolved_by: 'human:bob',
+                note: 'checked flood maps',
+                escalation: { reason: 'tie' },
+              },
+            },
           },
         ]);
-      expect(projectProposal(state)).toMatchObject({ status: 'resolved', resolution: { outcome, trigger: 'manual' }, escalation: { reason: 'tie' } });
+      expect(projectProposal(state)).toMatchObject({
+        status: 'resolved',
+        resolution: { outcome, trigger: 'manual' },
+        escalation: { reason: 'tie' },
+      });
     }
   });
 
@@ -101,11 +122,25 @@ describe('10.1 item 3 escalation policy rules (pure configuration)', () => {
 
   it('matches by segment-wise domain prefix and by conditions on paths (equals, in, exists, all, any, not)', () => {
     const rules = parseEscalationPolicies([
-      { id: 'big', domain_prefix: 'risk', when: { all: [{ path: 'payload.amount_usd', in: [1000000, 5000000] }, { not: { path: 'payload.waiver', exists: true } }] } },
-      { id: 'tagged', when: { any: [{ path: 'payload.tags', equals: ['prod', 'db'] }, { path: 'author', equals: 'agent-root' }] } },
+      {
+        id: 'big',
+        domain_prefix: 'risk',
+        when: { all: [{ path: 'payload.amount_usd', in: [1000000, 5000000] }, { not: { path: 'payload.waiver', exists: true } }] },
+      },
+      {
+        id: 'tagged',
+        when: {
+          any: [
+            { path: 'payload.tags', equals: ['prod', 'db'] },
+            { path: 'author', equals: 'agent-root' },
+          ],
+        },
+      },
     ]);
     expect(matchEscalationPolicy(rules, details({ domain: 'risk.credit', payload: { amount_usd: 1000000 } }))?.id).toBe('big');
-    expect(matchEscalationPolicy(rules, details({ domain: 'risk.credit', payload: { amount_usd: 1000000, waiver: true } }))).toBeUndefined();
+    expect(
+      matchEscalationPolicy(rules, details({ domain: 'risk.credit', payload: { amount_usd: 1000000, waiver: true } })),
+    ).toBeUndefined();
     expect(matchEscalationPolicy(rules, details({ payload: { tags: ['prod', 'db'] } }))?.id).toBe('tagged');
     expect(matchEscalationPolicy(rules, details({ author: 'agent-root' }))?.id).toBe('tagged');
     expect(matchEscalationPolicy(rules, details({ payload: { toString: 'x' } }))).toBeUndefined();

@@ -62,10 +62,7 @@ export function conditionHolds(condition: PolicyCondition, proposal: ProposalDet
  * Rules apply to entries of type `proposal` only: observations and hypotheses need no consensus
  * (4.2) and auto-resolve.
  */
-export function matchEscalationPolicy(
-  rules: readonly EscalationPolicyRule[],
-  proposal: ProposalDetails,
-): EscalationPolicyRule | undefined {
+export function matchEscalationPolicy(rules: readonly EscalationPolicyRule[], proposal: ProposalDetails): EscalationPolicyRule | undefined {
   return rules.find(
     (r) =>
       isWithinDomain(proposal.domain, r.domain_prefix ?? '') &&

@@ -43,7 +43,8 @@ function fail(field: string, message: string): never {
 
 /** A list of distinct non-empty names (humans or teams). */
 export function parseNameList(v: unknown, field: string, allowEmpty: boolean): string[] {
-  if (!Array.isArray(v) || (!allowEmpty && v.length === 0)) fail(field, allowEmpty ? 'must be an array of names' : 'must be a non-empty array of names');
+  if (!Array.isArray(v) || (!allowEmpty && v.length === 0))
+    fail(field, allowEmpty ? 'must be an array of names' : 'must be a non-empty array of names');
   const list = v as unknown[];
   list.forEach((n, i) => {
     if (typeof n !== 'string' || n.length === 0 || n.length > 256) fail(`${field}.${i}`, 'must be a non-empty string');

@@ -9,7 +9,17 @@ describe('12.1 ULID ids', () => {
   it('12.1 accepts 26 upper-case Crockford base32 characters, first at most 7', () => {
     expect(isUlid('01ARZ3NDEKTSV4RRFFQ69G5FAV')).toBe(true);
     expect(isUlid('7ZZZZZZZZZZZZZZZZZZZZZZZZZ')).toBe(true);
-    for (const bad of ['8ZZZZZZZZZZZZZZZZZZZZZZZZZ', '01arz3ndektsv4rrffq69g5fav', '01ARZ3NDEKTSV4RRFFQ69G5FA', '01ARZ3NDEKTSV4RRFFQ69G5FAVX', '01ARZ3NDEKTSV4RRFFQ69G5FAI', '01ARZ3NDEKTSV4RRFFQ69G5FAU', '', null, 42]) {
+    for (const bad of [
+      '8ZZZZZZZZZZZZZZZZZZZZZZZZZ',
+      '01arz3ndektsv4rrffq69g5fav',
+      '01ARZ3NDEKTSV4RRFFQ69G5FA',
+      '01ARZ3NDEKTSV4RRFFQ69G5FAVX',
+      '01ARZ3NDEKTSV4RRFFQ69G5FAI',
+      '01ARZ3NDEKTSV4RRFFQ69G5FAU',
+      '',
+      null,
+      42,
+    ]) {
       expect(isUlid(bad)).toBe(false);
     }
     expect(() => assertUlid('nope', 'author_id')).toThrow(expect.objectContaining({ code: 'INVALID_ID', field: 'author_id' }));

@@ -18,7 +18,12 @@ export type KnownEntries = ReadonlyMap<string, EntryLinks | null>;
 export function checkCauses(entryId: string, causedBy: readonly string[], known: KnownEntries): void {
   causedBy.forEach((id, i) => {
     if (id === entryId) throw new AcpError('SCHEMA_VIOLATION', 'caused_by must not contain the entry itself', `caused_by.${i}`);
-    if (!known.get(id)) throw new AcpError('PROPOSAL_NOT_FOUND', `caused_by names ${id}, which does not exist (11.3: causes are earlier entries)`, `caused_by.${i}`);
+    if (!known.get(id))
+      throw new AcpError(
+        'PROPOSAL_NOT_FOUND',
+        `caused_by names ${id}, which does not exist (11.3: causes are earlier entries)`,
+        `caused_by.${i}`,
+      );
   });
 }
 
@@ -61,7 +66,8 @@ export function checkChildren(parentId: string, dependsOn: readonly string[], ex
     }
   });
   const path = cycleThrough(parentId, dependsOn, known);
-  if (path) throw new AcpError('SCHEMA_VIOLATION', `depends_on would close a cycle: ${[parentId, ...path].join(' -> ')} (9.3)`, 'depends_on');
+  if (path)
+    throw new AcpError('SCHEMA_VIOLATION', `depends_on would close a cycle: ${[parentId, ...path].join(' -> ')} (9.3)`, 'depends_on');
 }
 
 /** A path of children from `start`'s children back to `start`, if there is one. */

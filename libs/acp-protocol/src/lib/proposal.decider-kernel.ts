@@ -95,7 +95,11 @@ export function escalationDraft(proposalId: string, res: Resolution, escalation:
 export function requireEscalated(state: ProposalState, proposalId: string, escalationId: string | undefined): EscalatedProposal {
   const s = requireSubmitted(state, proposalId);
   if (s.status !== 'escalated') {
-    throw new AcpError('NOT_ESCALATED', `proposal ${proposalId} is ${s.status}; only an escalated proposal takes a human resolution`, 'proposal_id');
+    throw new AcpError(
+      'NOT_ESCALATED',
+      `proposal ${proposalId} is ${s.status}; only an escalated proposal takes a human resolution`,
+      'proposal_id',
+    );
   }
   if (escalationId !== undefined && escalationId !== s.desk.escalationId) {
     throw new AcpError(
@@ -106,4 +110,3 @@ export function requireEscalated(state: ProposalState, proposalId: string, escal
   }
   return s;
 }
-

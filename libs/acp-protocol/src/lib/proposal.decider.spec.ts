@@ -40,7 +40,9 @@ describe('4.1 / 4.3 submitting a proposal', () => {
   });
 
   it('14.4 a duplicate proposal_id is rejected with DUPLICATE_PROPOSAL_ID', () => {
-    given([submit()]).when(submit({ quorum: 3 })).thenThrows('DUPLICATE_PROPOSAL_ID', 'proposal_id');
+    given([submit()])
+      .when(submit({ quorum: 3 }))
+      .thenThrows('DUPLICATE_PROPOSAL_ID', 'proposal_id');
   });
 
   it('14.4 given a recorded proposal, when the identical proposal is retried, then nothing happens (idempotent)', () => {
@@ -48,31 +50,55 @@ describe('4.1 / 4.3 submitting a proposal', () => {
   });
 
   it('11.3 given caused_by, then it is recorded and shown on the proposal; a malformed, repeated or self cause is refused', () => {
-    const { state } = given([]).when(submit({ caused_by: [P2] })).then([{ type: 'ProposalSubmitted', data: { caused_by: [P2] } }]);
+    const { state } = given([])
+      .when(submit({ caused_by: [P2] }))
+      .then([{ type: 'ProposalSubmitted', data: { caused_by: [P2] } }]);
     expect(projectProposal(state).caused_by).toEqual([P2]);
-    given([]).when(submit({ caused_by: ['nope'] })).thenThrows('INVALID_ID', 'caused_by.0');
-    given([]).when(submit({ caused_by: [P2, P2] })).thenThrows('SCHEMA_VIOLATION', 'caused_by');
-    given([]).when(submit({ caused_by: [P1] })).thenThrows('SCHEMA_VIOLATION', 'caused_by');
+    given([])
+      .when(submit({ caused_by: ['nope'] }))
+      .thenThrows('INVALID_ID', 'caused_by.0');
+    given([])
+      .when(submit({ caused_by: [P2, P2] }))
+      .thenThrows('SCHEMA_VIOLATION', 'caused_by');
+    given([])
+      .when(submit({ caused_by: [P1] }))
+      .thenThrows('SCHEMA_VIOLATION', 'caused_by');
   });
 
   it('12.1 a proposal_id that is not a ULID is INVALID_ID', () => {
-    given([]).when(submit({ proposal_id: 'not-a-ulid' })).thenThrows('INVALID_ID', 'proposal_id');
+    given([])
+      .when(submit({ proposal_id: 'not-a-ulid' }))
+      .thenThrows('INVALID_ID', 'proposal_id');
   });
 
   it('7.1 quorum must be an integer >= 1', () => {
-    given([]).when(submit({ quorum: 0 })).thenThrows('SCHEMA_VIOLATION', 'quorum');
-    given([]).when(submit({ quorum: 1.5 })).thenThrows('SCHEMA_VIOLATION', 'quorum');
+    given([])
+      .when(submit({ quorum: 0 }))
+      .thenThrows('SCHEMA_VIOLATION', 'quorum');
+    given([])
+      .when(submit({ quorum: 1.5 }))
+      .thenThrows('SCHEMA_VIOLATION', 'quorum');
   });
 
   it('8 expires_at must be a UTC timestamp later than created_at', () => {
-    given([]).when(submit({ expires_at: T0 })).thenThrows('SCHEMA_VIOLATION', 'expires_at');
-    given([]).when(submit({ expires_at: '2025-01-15T10:05:00+02:00' })).thenThrows('SCHEMA_VIOLATION', 'expires_at');
+    given([])
+      .when(submit({ expires_at: T0 }))
+      .thenThrows('SCHEMA_VIOLATION', 'expires_at');
+    given([])
+      .when(submit({ expires_at: '2025-01-15T10:05:00+02:00' }))
+      .thenThrows('SCHEMA_VIOLATION', 'expires_at');
   });
 
   it('the command metadata is checked: command_id is a ULID, now a UTC timestamp, actor present', () => {
-    given([]).when({ ...submit(), command_id: 'x' }).thenThrows('INVALID_ID', 'command_id');
-    given([]).when({ ...submit(), now: 'yesterday' }).thenThrows('SCHEMA_VIOLATION', 'now');
-    given([]).when({ ...submit(), actor: '' }).thenThrows('SCHEMA_VIOLATION', 'actor');
+    given([])
+      .when({ ...submit(), command_id: 'x' })
+      .thenThrows('INVALID_ID', 'command_id');
+    given([])
+      .when({ ...submit(), now: 'yesterday' })
+      .thenThrows('SCHEMA_VIOLATION', 'now');
+    given([])
+      .when({ ...submit(), actor: '' })
+      .thenThrows('SCHEMA_VIOLATION', 'actor');
   });
 
   it('an unknown command type is a typed error, not a crash', () => {
@@ -122,7 +148,13 @@ describe('DESIGN 3: event envelopes', () => {
 describe('5 response semantics', () => {
   it('5.1/6.1 a response is recorded with the weight the service computes, never a client weight', () => {
     given([submit()])
-      .when(endorse('agent-credit-002', { confidence: 0.92, domain_authority: 0.95, trust_score: 0.88 }, { timestamp: at(90), now: at(90), reason: 'DTI 28%' }))
+      .when(
+        endorse(
+          'agent-credit-002',
+          { confidence: 0.92, domain_authority: 0.95, trust_score: 0.88 },
+          { timestamp: at(90), now: at(90), reason: 'DTI 28%' },
+        ),
+      )
       .then([
         {
           type: 'ResponseRecorded',
@@ -141,7 +173,9 @@ describe('5 response semantics', () => {
   });
 
   it('5.2 the response timestamp defaults to the command now', () => {
-    const [e] = given([submit()]).when(endorse('a', HIGH, { now: at(42) })).events();
+    const [e] = given([submit()])
+      .when(endorse('a', HIGH, { now: at(42) }))
+      .events();
     expect(e).toMatchObject({ data: { response: { timestamp: at(42) } } });
   });
 
@@ -156,7 +190,9 @@ describe('5 response semantics', () => {
   });
 
   it('5.3 PENDING-only: a response to a resolved proposal is PROPOSAL_NOT_PENDING', () => {
-    given([submit({ quorum: 1 }), endorse('a', HIGH), resolveByQuorum()]).when(endorse('b', HIGH)).thenThrows('PROPOSAL_NOT_PENDING');
+    given([submit({ quorum: 1 }), endorse('a', HIGH), resolveByQuorum()])
+      .when(endorse('b', HIGH))
+      .thenThrows('PROPOSAL_NOT_PENDING');
   });
 
   it('a response dated further ahead of now than the configured skew is SCHEMA_VIOLATION on timestamp; one within it is recorded as sent', () => {
@@ -172,12 +208,19 @@ describe('5 response semantics', () => {
 
   it('8.1 a response received at or after expires_at is refused before the sweeper records the expiry, and a late challenge cannot change the outcome', () => {
     const inTime = [submit({ quorum: 3 }), endorse('a', HIGH)];
-    given(inTime).when(challenge('b', HIGH, { now: min(5) })).thenThrows('PROPOSAL_NOT_PENDING', 'expires_at');
-    given(inTime).when(challenge('b', HIGH, { now: at(5 * 60 + 30) })).thenThrows('PROPOSAL_NOT_PENDING', 'expires_at');
+    given(inTime)
+      .when(challenge('b', HIGH, { now: min(5) }))
+      .thenThrows('PROPOSAL_NOT_PENDING', 'expires_at');
+    given(inTime)
+      .when(challenge('b', HIGH, { now: at(5 * 60 + 30) }))
+      .thenThrows('PROPOSAL_NOT_PENDING', 'expires_at');
     // The grace delays the sweeper only: it never reopens the proposal to responses.
-    expect(() => decide(challenge('b', HIGH, { now: at(5 * 60 + 1) }), foldProposal(history(inTime)), { ...DEFAULT_DECIDER_CONFIG, expiryGraceMs: 60_000 })).toThrow(
-      AcpError,
-    );
+    expect(() =>
+      decide(challenge('b', HIGH, { now: at(5 * 60 + 1) }), foldProposal(history(inTime)), {
+        ...DEFAULT_DECIDER_CONFIG,
+        expiryGraceMs: 60_000,
+      }),
+    ).toThrow(AcpError);
     const [expired] = decide(expire(at(5 * 60 + 30)), foldProposal(history(inTime)));
     expect(expired.type).toBe(PROPOSAL_EVENT_TYPES.ProposalResolved);
     expect((expired.data as { resolution: { outcome: string } }).resolution.outcome).toBe('approved');
@@ -185,7 +228,9 @@ describe('5 response semantics', () => {
 
   it('5.3 / 4.1 PENDING-only: responses to escalated and expired proposals are refused', () => {
     given([submit(), escalate()]).when(endorse('b', HIGH)).thenThrows('PROPOSAL_NOT_PENDING');
-    given([submit(), expire(min(5))]).when(endorse('b', HIGH)).thenThrows('PROPOSAL_NOT_PENDING');
+    given([submit(), expire(min(5))])
+      .when(endorse('b', HIGH))
+      .thenThrows('PROPOSAL_NOT_PENDING');
   });
 
   it('a response to a proposal that does not exist is PROPOSAL_NOT_FOUND', () => {
@@ -200,7 +245,9 @@ describe('5 response semantics', () => {
   });
 
   it('6.1 factors outside [0, 1] (possible from a registry) are clamped and recorded clamped', () => {
-    const [e] = given([submit()]).when(endorse('a', { domain_authority: 1.7, confidence: -0.2, trust_score: NaN })).events();
+    const [e] = given([submit()])
+      .when(endorse('a', { domain_authority: 1.7, confidence: -0.2, trust_score: NaN }))
+      .events();
     expect(e).toMatchObject({ data: { response: { domain_authority: 1, confidence: 0, trust_score: 0, weight: 0 } } });
   });
 });
@@ -209,7 +256,12 @@ describe('3 / 6.3 resolving by quorum (the resolver appends ResolveProposal)', (
   it('6.3 votes_for > votes_against: approved, trigger quorum', () => {
     given([submit(), endorse('a', HIGH), challenge('b', LOW)])
       .when(resolveByQuorum())
-      .then([{ type: 'ProposalResolved', data: { resolution: { outcome: 'approved', trigger: 'quorum', votes_for: 0.729, votes_against: 0.125 } } }]);
+      .then([
+        {
+          type: 'ProposalResolved',
+          data: { resolution: { outcome: 'approved', trigger: 'quorum', votes_for: 0.729, votes_against: 0.125 } },
+        },
+      ]);
   });
 
   it('6.3 votes_against > votes_for: rejected', () => {
@@ -234,11 +286,15 @@ describe('3 / 6.3 resolving by quorum (the resolver appends ResolveProposal)', (
   });
 
   it('15.4 at most one resolution: resolving twice is PROPOSAL_NOT_PENDING', () => {
-    given([submit({ quorum: 1 }), endorse('a', HIGH), resolveByQuorum()]).when(resolveByQuorum()).thenThrows('PROPOSAL_NOT_PENDING');
+    given([submit({ quorum: 1 }), endorse('a', HIGH), resolveByQuorum()])
+      .when(resolveByQuorum())
+      .thenThrows('PROPOSAL_NOT_PENDING');
   });
 
   it('a resolve before the quorum policy is met is a CONFLICT (stale view), nothing is appended', () => {
-    given([submit({ quorum: 2 }), endorse('a', HIGH)]).when(resolveByQuorum()).thenThrows('CONFLICT', 'proposal_id', /quorum/);
+    given([submit({ quorum: 2 }), endorse('a', HIGH)])
+      .when(resolveByQuorum())
+      .thenThrows('CONFLICT', 'proposal_id', /quorum/);
   });
 });
 
@@ -248,11 +304,15 @@ describe('4.1 terminal states', () => {
     const expired = [submit(), expire(min(5))];
     for (const h of [resolved, expired]) {
       given(h).when(escalate()).thenThrows('PROPOSAL_NOT_PENDING');
-      given(h).when(expire(min(10))).thenThrows('PROPOSAL_NOT_PENDING');
+      given(h)
+        .when(expire(min(10)))
+        .thenThrows('PROPOSAL_NOT_PENDING');
       given(h).when(resolveEscalation('approved')).thenThrows('NOT_ESCALATED');
     }
     given([submit(), escalate()]).when(resolveByQuorum()).thenThrows('PROPOSAL_NOT_PENDING');
-    given([submit(), escalate(), resolveEscalation('rejected')]).when(resolveEscalation('approved')).thenThrows('NOT_ESCALATED');
+    given([submit(), escalate(), resolveEscalation('rejected')])
+      .when(resolveEscalation('approved'))
+      .thenThrows('NOT_ESCALATED');
   });
 
   it('commands on a proposal that does not exist are PROPOSAL_NOT_FOUND', () => {

@@ -90,7 +90,8 @@ export function decideSubmitProposal(command: SubmitProposal, state: ProposalSta
   }
   if (!isUtcTimestamp(d.created_at)) throw new AcpError('SCHEMA_VIOLATION', 'created_at must be an ISO 8601 UTC timestamp', 'created_at');
   if (d.expires_at !== null) {
-    if (!isUtcTimestamp(d.expires_at)) throw new AcpError('SCHEMA_VIOLATION', 'expires_at must be an ISO 8601 UTC timestamp or null', 'expires_at');
+    if (!isUtcTimestamp(d.expires_at))
+      throw new AcpError('SCHEMA_VIOLATION', 'expires_at must be an ISO 8601 UTC timestamp or null', 'expires_at');
     if (instantOf(d.expires_at) <= instantOf(d.created_at)) {
       throw new AcpError('SCHEMA_VIOLATION', 'expires_at must be later than created_at', 'expires_at');
     }
@@ -98,9 +99,12 @@ export function decideSubmitProposal(command: SubmitProposal, state: ProposalSta
   const dependsOn = d.depends_on ?? [];
   dependsOn.forEach((id, i) => assertUlid(id, `depends_on.${i}`));
   if (dependsOn.length > 0) {
-    if (d.type !== 'proposal') throw new AcpError('SCHEMA_VIOLATION', 'only entries of type proposal can depend on children (9.3)', 'depends_on');
-    if (new Set(dependsOn).size !== dependsOn.length) throw new AcpError('SCHEMA_VIOLATION', 'depends_on must not repeat an id', 'depends_on');
-    if (dependsOn.includes(d.proposal_id)) throw new AcpError('SCHEMA_VIOLATION', 'depends_on must not contain the proposal itself', 'depends_on');
+    if (d.type !== 'proposal')
+      throw new AcpError('SCHEMA_VIOLATION', 'only entries of type proposal can depend on children (9.3)', 'depends_on');
+    if (new Set(dependsOn).size !== dependsOn.length)
+      throw new AcpError('SCHEMA_VIOLATION', 'depends_on must not repeat an id', 'depends_on');
+    if (dependsOn.includes(d.proposal_id))
+      throw new AcpError('SCHEMA_VIOLATION', 'depends_on must not contain the proposal itself', 'depends_on');
   }
   const causedBy = d.caused_by ?? [];
   causedBy.forEach((id, i) => assertUlid(id, `caused_by.${i}`));
@@ -119,7 +123,9 @@ export function decideSubmitProposal(command: SubmitProposal, state: ProposalSta
     quorum_policy: d.quorum_policy ?? null,
     depends_on: [...dependsOn],
     eligible_participants: d.eligible_participants ? [...d.eligible_participants] : null,
-    ...(d.eligible_participants && d.eligible_participants_source === 'registry' ? { eligible_participants_source: 'registry' as const } : {}),
+    ...(d.eligible_participants && d.eligible_participants_source === 'registry'
+      ? { eligible_participants_source: 'registry' as const }
+      : {}),
     ...(causedBy.length > 0 ? { caused_by: [...causedBy] } : {}),
     payload_hash: d.payload_hash ?? null,
     security_label: d.security_label ? { ...d.security_label } : null,
@@ -162,25 +168,45 @@ export function decideRecordResponse(command: RecordResponse, state: ProposalSta
     // A retry of the recorded response is the same success, whatever has happened since.
     const first = s.responses.find((r) => r.response.participant_id === d.participant_id);
     if (first && isSameResponse(first.response, d)) return [];
-    throw new AcpError('DUPLICATE_RESPONSE', `participant ${d.participant_id} has already responded; the first response stands (5.3, 15.3)`, 'participant_id');
+    throw new AcpError(
+      'DUPLICATE_RESPONSE',
+      `participant ${d.participant_id} has already responded; the first response stands (5.3, 15.3)`,
+      'participant_id',
+    );
   }
   const p = requirePending(s, d.proposal_id);
   if (p.proposal.depends_on.length > 0) {
-    throw new AcpError('SCHEMA_VIOLATION', `proposal ${d.proposal_id} is a parent (9.3): it is decided by its child proposals and takes no responses`, 'proposal_id');
+    throw new AcpError(
+      'SCHEMA_VIOLATION',
+      `proposal ${d.proposal_id} is a parent (9.3): it is decided by its child proposals and takes no responses`,
+      'proposal_id',
+    );
   }
   if (isQuorumMet(p, config.quorumPolicies)) {
-    throw new AcpError('PROPOSAL_NOT_PENDING', `proposal ${d.proposal_id} has already met its quorum; its resolution is pending and it takes no more responses`, 'proposal_id');
+    throw new AcpError(
+      'PROPOSAL_NOT_PENDING',
+      `proposal ${d.proposal_id} has already met its quorum; its resolution is pending and it takes no more responses`,
+      'proposal_id',
+    );
   }
   // 8.1: past expires_at the proposal has expired, whether or not the sweeper has recorded it;
   // the grace only delays the sweeper (clock skew), never extends the time to respond.
   if (isExpired(p.proposal.expires_at, command.now)) {
-    throw new AcpError('PROPOSAL_NOT_PENDING', `proposal ${d.proposal_id} expired at ${p.proposal.expires_at}; it takes no more responses (8.1)`, 'expires_at');
+    throw new AcpError(
+      'PROPOSAL_NOT_PENDING',
+      `proposal ${d.proposal_id} expired at ${p.proposal.expires_at}; it takes no more responses (8.1)`,
+      'expires_at',
+    );
   }
   const timestamp = d.timestamp ?? command.now;
   if (!isUtcTimestamp(timestamp)) throw new AcpError('SCHEMA_VIOLATION', 'timestamp must be an ISO 8601 UTC timestamp', 'timestamp');
   if (instantOf(timestamp) > instantOf(command.now) + BigInt(Math.max(0, Math.trunc(config.maxResponseTimestampAheadMs))) * 1_000_000n) {
     const ahead = config.maxResponseTimestampAheadMs / 1000;
-    throw new AcpError('SCHEMA_VIOLATION', `timestamp ${timestamp} is in the future (more than ${ahead} s ahead of the service's clock)`, 'timestamp');
+    throw new AcpError(
+      'SCHEMA_VIOLATION',
+      `timestamp ${timestamp} is in the future (more than ${ahead} s ahead of the service's clock)`,
+      'timestamp',
+    );
   }
   // 6.1: the factors are clamped independently; the recorded response holds the clamped values
   // and the weight computed from them, never a client's weight.
@@ -233,13 +259,20 @@ export function decideExpireProposal(command: ExpireProposal, state: ProposalSta
     throw new AcpError('CONFLICT', `proposal ${id} has no expires_at and never expires (8.4)`, 'proposal_id');
   }
   if (!isExpired(p.proposal.expires_at, command.now, config.expiryGraceMs)) {
-    throw new AcpError('CONFLICT', `proposal ${id} is not expired yet at ${command.now} (expires_at ${p.proposal.expires_at} + grace ${config.expiryGraceMs} ms)`, 'proposal_id');
+    throw new AcpError(
+      'CONFLICT',
+      `proposal ${id} is not expired yet at ${command.now} (expires_at ${p.proposal.expires_at} + grace ${config.expiryGraceMs} ms)`,
+      'proposal_id',
+    );
   }
   const votes = reportedVotes(p.tally);
   const result = expirationOutcome(p.responses.length, p.tally);
   if (result.outcome === 'expired') {
     return emit(command, id, [
-      { type: PROPOSAL_EVENT_TYPES.ProposalExpired, data: { proposal_id: id, resolution: resolution('expired', 'timeout', votes, command.now) } },
+      {
+        type: PROPOSAL_EVENT_TYPES.ProposalExpired,
+        data: { proposal_id: id, resolution: resolution('expired', 'timeout', votes, command.now) },
+      },
     ]);
   }
   if (result.outcome === 'escalated') {
@@ -252,7 +285,10 @@ export function decideExpireProposal(command: ExpireProposal, state: ProposalSta
     ]);
   }
   return emit(command, id, [
-    { type: PROPOSAL_EVENT_TYPES.ProposalResolved, data: { proposal_id: id, resolution: resolution(result.outcome, 'timeout', votes, command.now) } },
+    {
+      type: PROPOSAL_EVENT_TYPES.ProposalResolved,
+      data: { proposal_id: id, resolution: resolution(result.outcome, 'timeout', votes, command.now) },
+    },
   ]);
 }
 
@@ -262,7 +298,11 @@ export function decideEscalateProposal(command: EscalateProposal, state: Proposa
   const id = command.data.proposal_id;
   const p = requirePending(state, id);
   if (quorumResolution(p, config, command.now, command.actor)) {
-    throw new AcpError('PROPOSAL_NOT_PENDING', `proposal ${id} has already met its quorum; its outcome is decided and it cannot be escalated`, 'proposal_id');
+    throw new AcpError(
+      'PROPOSAL_NOT_PENDING',
+      `proposal ${id} has already met its quorum; its outcome is decided and it cannot be escalated`,
+      'proposal_id',
+    );
   }
   return emit(command, id, [
     escalationDraft(id, resolution('escalated', 'manual', reportedVotes(p.tally), command.now), {
@@ -291,7 +331,10 @@ export function decideRecordChildOutcome(command: RecordChildOutcome, state: Pro
     throw new AcpError('CONFLICT', `child ${d.child_proposal_id} already recorded as ${known}, not ${d.outcome}`, 'outcome');
   }
   return emit(command, d.proposal_id, [
-    { type: PROPOSAL_EVENT_TYPES.ChildOutcomeRecorded, data: { proposal_id: d.proposal_id, child_proposal_id: d.child_proposal_id, outcome: d.outcome } },
+    {
+      type: PROPOSAL_EVENT_TYPES.ChildOutcomeRecorded,
+      data: { proposal_id: d.proposal_id, child_proposal_id: d.child_proposal_id, outcome: d.outcome },
+    },
   ]);
 }
 

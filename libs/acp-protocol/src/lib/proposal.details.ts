@@ -50,4 +50,3 @@ export interface SecurityLabel {
   /** The author's key that verified it (auth required), or null when it was not checked. */
   payload_signature_key_id: string | null;
 }
-

@@ -26,26 +26,17 @@ export interface EventEnvelope<T extends string, D> {
 
 export type ProposalSubmitted = EventEnvelope<typeof PROPOSAL_EVENT_TYPES.ProposalSubmitted, ProposalDetails>;
 
-export type ResponseRecorded = EventEnvelope<
-  typeof PROPOSAL_EVENT_TYPES.ResponseRecorded,
-  { proposal_id: string; response: Response }
->;
+export type ResponseRecorded = EventEnvelope<typeof PROPOSAL_EVENT_TYPES.ResponseRecorded, { proposal_id: string; response: Response }>;
 
 /** approved/rejected by quorum or timeout, auto-resolution (4.2), or a parent's children (9.3). */
-export type ProposalResolved = EventEnvelope<
-  typeof PROPOSAL_EVENT_TYPES.ProposalResolved,
-  { proposal_id: string; resolution: Resolution }
->;
+export type ProposalResolved = EventEnvelope<typeof PROPOSAL_EVENT_TYPES.ProposalResolved, { proposal_id: string; resolution: Resolution }>;
 
 export type ProposalEscalated = EventEnvelope<
   typeof PROPOSAL_EVENT_TYPES.ProposalEscalated,
   { proposal_id: string; resolution: Resolution; escalation: EscalationMetadata }
 >;
 
-export type ProposalExpired = EventEnvelope<
-  typeof PROPOSAL_EVENT_TYPES.ProposalExpired,
-  { proposal_id: string; resolution: Resolution }
->;
+export type ProposalExpired = EventEnvelope<typeof PROPOSAL_EVENT_TYPES.ProposalExpired, { proposal_id: string; resolution: Resolution }>;
 
 export type EscalationResolved = EventEnvelope<
   typeof PROPOSAL_EVENT_TYPES.EscalationResolved,

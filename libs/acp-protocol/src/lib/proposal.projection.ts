@@ -60,11 +60,7 @@ export function pendingResolution(
 
 /** Whether a RecordResponse could be accepted now (pending, not a parent, quorum not met). */
 export function acceptsResponses(state: ProposalState, config: DeciderConfig = DEFAULT_DECIDER_CONFIG): boolean {
-  return (
-    state.status === 'pending' &&
-    state.proposal.depends_on.length === 0 &&
-    !isQuorumMet(state, config.quorumPolicies)
-  );
+  return state.status === 'pending' && state.proposal.depends_on.length === 0 && !isQuorumMet(state, config.quorumPolicies);
 }
 
 /** For the sweeper's timers: when a pending proposal becomes expirable (expires_at + grace), or null. */

@@ -40,7 +40,9 @@ const responseArb = fc.record({
 });
 const participants = (n: number) => Array.from({ length: n }, (_, i) => `agent-${i}`);
 
-function responseCommands(rs: { endorse: boolean; domain_authority: number; confidence: number; trust_score: number }[]): ProposalCommand[] {
+function responseCommands(
+  rs: { endorse: boolean; domain_authority: number; confidence: number; trust_score: number }[],
+): ProposalCommand[] {
   return rs.map((r, i) => (r.endorse ? endorse : challenge)(participants(rs.length)[i], r, { now: at(i + 1) }));
 }
 
@@ -97,13 +99,18 @@ describe('invariants (property tests)', () => {
     fc.constantFrom('approved' as const, 'rejected' as const).map((o) => resolveEscalation(o)),
     fc.constant(0).map(() => endorse('agent-risk-001', { domain_authority: 1, confidence: 1, trust_score: 1 })),
   );
-  const submitArb = fc.record({ quorum: fc.integer({ min: 1, max: 4 }), type: fc.constantFrom('proposal' as const, 'proposal' as const, 'observation' as const) });
+  const submitArb = fc.record({
+    quorum: fc.integer({ min: 1, max: 4 }),
+    type: fc.constantFrom('proposal' as const, 'proposal' as const, 'observation' as const),
+  });
 
   it('at most one automated resolution per proposal, and after a terminal state only a human resolution is accepted', () => {
     fc.assert(
       fc.property(submitArb, fc.array(commandArb, { maxLength: 25 }), (s, cmds) => {
         const { events } = run([submit(s), ...cmds]);
-        const automated = events.filter((e) => e.type === 'ProposalResolved' || e.type === 'ProposalEscalated' || e.type === 'ProposalExpired');
+        const automated = events.filter(
+          (e) => e.type === 'ProposalResolved' || e.type === 'ProposalEscalated' || e.type === 'ProposalExpired',
+        );
         expect(automated.length).toBeLessThanOrEqual(1);
         expect(events.filter((e) => e.type === 'EscalationResolved').length).toBeLessThanOrEqual(1);
         const firstTerminal = events.findIndex((e) => (automated as ProposalEvent[]).includes(e));
@@ -179,7 +186,13 @@ describe('invariants (property tests)', () => {
     const child = ulidOf(77, 0x0194_6f8a_2000);
     const parent = run([
       submit({ depends_on: [child], payload_hash: 'sha256:00' }),
-      { type: 'RecordChildOutcome', command_id: ulidOf(500), now: at(9), actor: 'resolver', data: { proposal_id: P1, child_proposal_id: child, outcome: 'approved' } },
+      {
+        type: 'RecordChildOutcome',
+        command_id: ulidOf(500),
+        now: at(9),
+        actor: 'resolver',
+        data: { proposal_id: P1, child_proposal_id: child, outcome: 'approved' },
+      },
       resolveByQuorum(),
     ]);
     const policy = run([
@@ -198,7 +211,18 @@ describe('invariants (property tests)', () => {
   it('the schema files are Appendix B as written', () => {
     const p = JSON.parse(fs.readFileSync(path.join(schemaDir, 'proposal.schema.json'), 'utf8'));
     expect(p.$id).toBe('https://acp-protocol.org/v1/proposal');
-    expect(p.required).toEqual(['schema_version', 'proposal_id', 'type', 'domain', 'author', 'payload', 'status', 'responses', 'quorum', 'created_at']);
+    expect(p.required).toEqual([
+      'schema_version',
+      'proposal_id',
+      'type',
+      'domain',
+      'author',
+      'payload',
+      'status',
+      'responses',
+      'quorum',
+      'created_at',
+    ]);
     expect(validateProposal({})).toBe(false);
   });
 

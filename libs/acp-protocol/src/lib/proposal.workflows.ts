@@ -13,7 +13,12 @@ import { instantOf } from './timestamps';
 
 export type ResolverReaction =
   | { readonly kind: 'resolve'; readonly proposal_id: string }
-  | { readonly kind: 'record-child-outcome'; readonly proposal_id: string; readonly child_proposal_id: string; readonly outcome: ChildOutcome };
+  | {
+      readonly kind: 'record-child-outcome';
+      readonly proposal_id: string;
+      readonly child_proposal_id: string;
+      readonly outcome: ChildOutcome;
+    };
 
 /**
  * The resolver's reactions to a proposal's state: resolve it once its quorum policy is met (or,

@@ -13,7 +13,9 @@ const HALF = { domain_authority: 1, confidence: 0.5, trust_score: 1 }; // 0.5
 describe('7.1 count-based quorum (default)', () => {
   it('7.1 is met when len(responses) >= quorum, and is the default without quorum_policy', () => {
     expect(pendingResolution(stateAfter([submit({ quorum: 3 }), endorse('a', F), endorse('b', F)]))).toBeUndefined();
-    expect(pendingResolution(stateAfter([submit({ quorum: 3 }), endorse('a', F), endorse('b', F), challenge('c', F)]))).toEqual({ proposal_id: P1 });
+    expect(pendingResolution(stateAfter([submit({ quorum: 3 }), endorse('a', F), endorse('b', F), challenge('c', F)]))).toEqual({
+      proposal_id: P1,
+    });
   });
 
   it('7.1 an explicit count policy behaves as the default', () => {
@@ -40,8 +42,12 @@ describe('7.2 weighted quorum (extension)', () => {
   });
 
   it('7.2 the threshold must be a number > 0', () => {
-    given([]).when(submit({ quorum_policy: { kind: 'weighted' } })).thenThrows('SCHEMA_VIOLATION', 'quorum_policy.threshold');
-    given([]).when(submit({ quorum_policy: { kind: 'weighted', threshold: 0 } })).thenThrows('SCHEMA_VIOLATION', 'quorum_policy.threshold');
+    given([])
+      .when(submit({ quorum_policy: { kind: 'weighted' } }))
+      .thenThrows('SCHEMA_VIOLATION', 'quorum_policy.threshold');
+    given([])
+      .when(submit({ quorum_policy: { kind: 'weighted', threshold: 0 } }))
+      .thenThrows('SCHEMA_VIOLATION', 'quorum_policy.threshold');
   });
 });
 
@@ -56,8 +62,12 @@ describe('7.3 unanimous quorum (extension)', () => {
   });
 
   it('7.3 needs the eligible set at proposal creation time', () => {
-    given([]).when(submit({ quorum_policy: { kind: 'unanimous' } })).thenThrows('SCHEMA_VIOLATION', 'eligible_participants');
-    given([]).when(unanimous(['agent-risk-001'])).thenThrows('SCHEMA_VIOLATION', 'eligible_participants');
+    given([])
+      .when(submit({ quorum_policy: { kind: 'unanimous' } }))
+      .thenThrows('SCHEMA_VIOLATION', 'eligible_participants');
+    given([])
+      .when(unanimous(['agent-risk-001']))
+      .thenThrows('SCHEMA_VIOLATION', 'eligible_participants');
   });
 });
 
@@ -82,11 +92,15 @@ describe('18.1 custom quorum policies', () => {
     expect(pendingResolution(stateAfter(h, config), config)).toBeUndefined();
     const s = stateAfter([...h, endorse('c', HALF)], config);
     expect(isQuorumMet(s as PendingProposal, config.quorumPolicies)).toBe(true);
-    given([...h, endorse('c', HALF)], config).when(resolveByQuorum()).then([{ type: 'ProposalResolved' }]);
+    given([...h, endorse('c', HALF)], config)
+      .when(resolveByQuorum())
+      .then([{ type: 'ProposalResolved' }]);
   });
 
   it('18.1 an unregistered kind is refused at submission, naming quorum_policy.kind', () => {
-    given([]).when(submit({ quorum_policy: { kind: 'two-endorsements' } })).thenThrows('SCHEMA_VIOLATION', 'quorum_policy.kind');
+    given([])
+      .when(submit({ quorum_policy: { kind: 'two-endorsements' } }))
+      .thenThrows('SCHEMA_VIOLATION', 'quorum_policy.kind');
   });
 
   it('17.3 built-in kinds cannot be replaced (core semantics stay interoperable)', () => {

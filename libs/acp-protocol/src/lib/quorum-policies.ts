@@ -32,7 +32,11 @@ export const weightedQuorumPolicy: QuorumPolicy = {
   validate(proposal) {
     const t = proposal.quorum_policy?.threshold;
     if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0) {
-      throw new AcpError('SCHEMA_VIOLATION', 'quorum_policy.threshold of a weighted policy must be a number > 0', 'quorum_policy.threshold');
+      throw new AcpError(
+        'SCHEMA_VIOLATION',
+        'quorum_policy.threshold of a weighted policy must be a number > 0',
+        'quorum_policy.threshold',
+      );
     }
   },
   isMet: (p) => compare(totalWeight(p.tally), decimalFromNumber(p.proposal.quorum_policy?.threshold ?? 0)) >= 0,

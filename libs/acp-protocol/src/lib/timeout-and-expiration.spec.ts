@@ -17,12 +17,16 @@ describe('8.1 timeout trigger', () => {
   });
 
   it('8.1 expiring before expires_at is refused (CONFLICT), nothing appended', () => {
-    given([proposal]).when(expire(at(299))).thenThrows('CONFLICT', 'proposal_id', /not expired/);
+    given([proposal])
+      .when(expire(at(299)))
+      .thenThrows('CONFLICT', 'proposal_id', /not expired/);
   });
 
   it('8.4 expires_at null never expires', () => {
     expect(isExpired(null, '2999-01-01T00:00:00Z')).toBe(false);
-    given([submit({ expires_at: null })]).when(expire(min(60))).thenThrows('CONFLICT', 'proposal_id', /8\.4/);
+    given([submit({ expires_at: null })])
+      .when(expire(min(60)))
+      .thenThrows('CONFLICT', 'proposal_id', /8\.4/);
     expect(expiryDueAt(stateAfter([submit({ expires_at: null })]))).toBeNull();
   });
 });
@@ -31,16 +35,22 @@ describe('8.2 expiration outcomes (table B.4)', () => {
   it('8.2 0 responses: status expired, outcome expired, trigger timeout', () => {
     const { state } = given([proposal])
       .when(expire(min(5)))
-      .then([{ type: 'ProposalExpired', data: { resolution: { outcome: 'expired', trigger: 'timeout', votes_for: 0, votes_against: 0 } } }]);
+      .then([
+        { type: 'ProposalExpired', data: { resolution: { outcome: 'expired', trigger: 'timeout', votes_for: 0, votes_against: 0 } } },
+      ]);
     expect(projectProposal(state).status).toBe('expired');
   });
 
   it('8.2 for > against: resolved, approved, timeout', () => {
-    given([proposal, endorse('a', F)]).when(expire(min(5))).then([{ type: 'ProposalResolved', data: { resolution: { outcome: 'approved', trigger: 'timeout' } } }]);
+    given([proposal, endorse('a', F)])
+      .when(expire(min(5)))
+      .then([{ type: 'ProposalResolved', data: { resolution: { outcome: 'approved', trigger: 'timeout' } } }]);
   });
 
   it('8.2 against > for: resolved, rejected, timeout', () => {
-    given([proposal, challenge('a', F)]).when(expire(min(5))).then([{ type: 'ProposalResolved', data: { resolution: { outcome: 'rejected', trigger: 'timeout' } } }]);
+    given([proposal, challenge('a', F)])
+      .when(expire(min(5)))
+      .then([{ type: 'ProposalResolved', data: { resolution: { outcome: 'rejected', trigger: 'timeout' } } }]);
   });
 
   it('8.2 / 10.1 a tie at timeout (incl. all-zero weights) escalates: reason timeout-tie, trigger timeout', () => {
@@ -49,12 +59,17 @@ describe('8.2 expiration outcomes (table B.4)', () => {
       .then([
         {
           type: 'ProposalEscalated',
-          data: { resolution: { outcome: 'escalated', trigger: 'timeout' }, escalation: { reason: 'timeout-tie', requested_by: 'sweeper-1' } },
+          data: {
+            resolution: { outcome: 'escalated', trigger: 'timeout' },
+            escalation: { reason: 'timeout-tie', requested_by: 'sweeper-1' },
+          },
         },
       ]);
     expect(state.status).toBe('escalated');
     const zero = { domain_authority: 0, confidence: 1, trust_score: 1 };
-    given([proposal, endorse('a', zero)]).when(expire(min(5))).then([{ type: 'ProposalEscalated' }]);
+    given([proposal, endorse('a', zero)])
+      .when(expire(min(5)))
+      .then([{ type: 'ProposalEscalated' }]);
   });
 });
 
@@ -64,8 +79,12 @@ describe('15.5 clock skew grace period', () => {
   it('15.5 expires only at now >= expires_at + grace', () => {
     expect(isExpired(min(5), at(301), 2000)).toBe(false);
     expect(isExpired(min(5), at(302), 2000)).toBe(true);
-    given([proposal], config).when(expire(at(301))).thenThrows('CONFLICT');
-    given([proposal], config).when(expire(at(302))).then([{ type: 'ProposalExpired' }]);
+    given([proposal], config)
+      .when(expire(at(301)))
+      .thenThrows('CONFLICT');
+    given([proposal], config)
+      .when(expire(at(302)))
+      .then([{ type: 'ProposalExpired' }]);
   });
 
   it('8.3 the sweeper gets its deadline (expires_at + grace) and a due check from the state', () => {

@@ -61,7 +61,15 @@ describe('12 / DESIGN 5 propose request', () => {
   });
 
   it('accepts proposal_id, status pending, responses [], resolution null, quorum_policy and depends_on', () => {
-    const r = parseProposeRequest({ ...propose, proposal_id: P1, status: 'pending', responses: [], resolution: null, quorum_policy: { kind: 'weighted', threshold: 1.2 }, depends_on: [P2] });
+    const r = parseProposeRequest({
+      ...propose,
+      proposal_id: P1,
+      status: 'pending',
+      responses: [],
+      resolution: null,
+      quorum_policy: { kind: 'weighted', threshold: 1.2 },
+      depends_on: [P2],
+    });
     expect(r).toMatchObject({ proposal_id: P1, quorum_policy: { kind: 'weighted', threshold: 1.2 }, depends_on: [P2] });
     expect(r).not.toHaveProperty('status');
     expect(parseProposeRequest({ ...propose, expires_at: null }).expires_at).toBeNull();
@@ -73,7 +81,11 @@ describe('12 / DESIGN 5 propose request', () => {
     const r = parseProposeRequest({ ...propose, quorum_policy: { kind: 'unanimous' }, eligible_participants: ['agent-a', 'agent-b'] });
     expect(r).toMatchObject({ quorum_policy: { kind: 'unanimous' }, eligible_participants: ['agent-a', 'agent-b'] });
     expect(parseProposeRequest(propose)).not.toHaveProperty('eligible_participants');
-    expectFailure(() => parseProposeRequest({ ...propose, eligible_participants: ['a', 'a'] }), 'SCHEMA_VIOLATION', 'eligible_participants');
+    expectFailure(
+      () => parseProposeRequest({ ...propose, eligible_participants: ['a', 'a'] }),
+      'SCHEMA_VIOLATION',
+      'eligible_participants',
+    );
     expectFailure(() => parseProposeRequest({ ...propose, eligible_participants: ['a', ''] }), 'SCHEMA_VIOLATION', 'eligible_participants');
     expectFailure(() => parseProposeRequest({ ...propose, eligible_participants: [7] }), 'SCHEMA_VIOLATION', 'eligible_participants');
     expectFailure(() => parseProposeRequest({ ...propose, eligible_participants: 'a' }), 'SCHEMA_VIOLATION', 'eligible_participants');
@@ -91,7 +103,11 @@ describe('12 / DESIGN 5 propose request', () => {
     const { schema_version: _, ...noVersion } = propose;
     expectFailure(() => parseProposeRequest(noVersion), 'SCHEMA_VIOLATION', 'schema_version');
     for (const v of ['2.0', '1', 1, 1.0, null, '1.0 ']) {
-      expectFailure(() => parseProposeRequest({ ...propose, schema_version: v, quorum: 'x' }), 'UNSUPPORTED_SCHEMA_VERSION', 'schema_version');
+      expectFailure(
+        () => parseProposeRequest({ ...propose, schema_version: v, quorum: 'x' }),
+        'UNSUPPORTED_SCHEMA_VERSION',
+        'schema_version',
+      );
     }
   });
 
@@ -101,8 +117,18 @@ describe('12 / DESIGN 5 propose request', () => {
   });
 
   it('12.1 timestamps are ISO 8601 UTC with Z or +00:00 only', () => {
-    expect(parseProposeRequest({ ...propose, created_at: '2025-01-15T10:00:00.123+00:00' }).created_at).toBe('2025-01-15T10:00:00.123+00:00');
-    for (const bad of ['2025-01-15T10:00:00+01:00', '2025-01-15T10:00:00', '2025-01-15 10:00:00Z', '2025-02-30T10:00:00Z', '2025-01-15T24:00:00Z', '2025-01-15T10:00:00z', 1736935200000]) {
+    expect(parseProposeRequest({ ...propose, created_at: '2025-01-15T10:00:00.123+00:00' }).created_at).toBe(
+      '2025-01-15T10:00:00.123+00:00',
+    );
+    for (const bad of [
+      '2025-01-15T10:00:00+01:00',
+      '2025-01-15T10:00:00',
+      '2025-01-15 10:00:00Z',
+      '2025-02-30T10:00:00Z',
+      '2025-01-15T24:00:00Z',
+      '2025-01-15T10:00:00z',
+      1736935200000,
+    ]) {
       expectFailure(() => parseProposeRequest({ ...propose, created_at: bad }), 'SCHEMA_VIOLATION', 'created_at');
     }
   });
@@ -176,13 +202,26 @@ describe('12.3 / 12.4 / DESIGN 5 respond request', () => {
 
 describe('DESIGN 5 escalate, resolve, get, list bodies', () => {
   it('escalate {proposal_id, reason, requested_by}', () => {
-    expect(parseEscalateRequest({ proposal_id: P1, reason: 'why', requested_by: 'a' })).toEqual({ proposal_id: P1, reason: 'why', requested_by: 'a' });
+    expect(parseEscalateRequest({ proposal_id: P1, reason: 'why', requested_by: 'a' })).toEqual({
+      proposal_id: P1,
+      reason: 'why',
+      requested_by: 'a',
+    });
     expectFailure(() => parseEscalateRequest({ proposal_id: P1, requested_by: 'a' }), 'SCHEMA_VIOLATION', 'reason');
-    expectFailure(() => parseEscalateRequest({ schema_version: '9', proposal_id: P1, reason: 'r', requested_by: 'a' }), 'UNSUPPORTED_SCHEMA_VERSION', 'schema_version');
+    expectFailure(
+      () => parseEscalateRequest({ schema_version: '9', proposal_id: P1, reason: 'r', requested_by: 'a' }),
+      'UNSUPPORTED_SCHEMA_VERSION',
+      'schema_version',
+    );
   });
 
   it('resolve {proposal_id, outcome approved|rejected, resolved_by, note}', () => {
-    expect(parseResolveRequest({ proposal_id: P1, outcome: 'rejected', resolved_by: 'human:a' })).toEqual({ proposal_id: P1, outcome: 'rejected', resolved_by: 'human:a', note: null });
+    expect(parseResolveRequest({ proposal_id: P1, outcome: 'rejected', resolved_by: 'human:a' })).toEqual({
+      proposal_id: P1,
+      outcome: 'rejected',
+      resolved_by: 'human:a',
+      note: null,
+    });
     expectFailure(() => parseResolveRequest({ proposal_id: P1, outcome: 'escalated', resolved_by: 'h' }), 'SCHEMA_VIOLATION', 'outcome');
   });
 
@@ -199,15 +238,33 @@ describe('DESIGN 5 escalate, resolve, get, list bodies', () => {
     expectFailure(() => parseGetRequest({}), 'SCHEMA_VIOLATION', 'proposal_id');
     expectFailure(() => parseGetRequest({ proposal_id: 'p' }), 'INVALID_ID', 'proposal_id');
     expect(parseListRequest({})).toEqual({});
-    expect(parseListRequest({ domain: 'risk', status: 'pending', limit: 10, cursor: 'c' })).toEqual({ domain: 'risk', status: 'pending', limit: 10, cursor: 'c' });
+    expect(parseListRequest({ domain: 'risk', status: 'pending', limit: 10, cursor: 'c' })).toEqual({
+      domain: 'risk',
+      status: 'pending',
+      limit: 10,
+      cursor: 'c',
+    });
     expectFailure(() => parseListRequest({ limit: 0 }), 'SCHEMA_VIOLATION', 'limit');
     expectFailure(() => parseListRequest({ status: 'done' }), 'SCHEMA_VIOLATION', 'status');
   });
 });
 
 describe('12.2 / 12.5 / 12.6 full wire objects', () => {
-  const resolution = { schema_version: '1.0', outcome: 'approved', trigger: 'quorum', votes_for: 1.5394, votes_against: 0.54, decided_at: '2025-01-15T10:02:00Z' };
-  const proposal = { ...propose, proposal_id: P1, status: 'resolved', responses: [respond].map(({ proposal_id: _, ...r }) => r), resolution };
+  const resolution = {
+    schema_version: '1.0',
+    outcome: 'approved',
+    trigger: 'quorum',
+    votes_for: 1.5394,
+    votes_against: 0.54,
+    decided_at: '2025-01-15T10:02:00Z',
+  };
+  const proposal = {
+    ...propose,
+    proposal_id: P1,
+    status: 'resolved',
+    responses: [respond].map(({ proposal_id: _, ...r }) => r),
+    resolution,
+  };
 
   it('parses a Proposal with responses and resolution (spec examples), keeping extension fields', () => {
     const p = parseProposal({ ...proposal, depends_on: [P2] });
@@ -219,9 +276,21 @@ describe('12.2 / 12.5 / 12.6 full wire objects', () => {
   });
 
   it('names nested fields and codes: responses.0.confidence, responses.0.schema_version, resolution.outcome', () => {
-    expectFailure(() => parseProposal({ ...proposal, responses: [{ ...proposal.responses[0], confidence: 2 }] }), 'SCHEMA_VIOLATION', 'responses.0.confidence');
-    expectFailure(() => parseProposal({ ...proposal, responses: [{ ...proposal.responses[0], schema_version: '2.0' }] }), 'UNSUPPORTED_SCHEMA_VERSION', 'responses.0.schema_version');
-    expectFailure(() => parseProposal({ ...proposal, resolution: { ...resolution, outcome: 'maybe' } }), 'SCHEMA_VIOLATION', 'resolution.outcome');
+    expectFailure(
+      () => parseProposal({ ...proposal, responses: [{ ...proposal.responses[0], confidence: 2 }] }),
+      'SCHEMA_VIOLATION',
+      'responses.0.confidence',
+    );
+    expectFailure(
+      () => parseProposal({ ...proposal, responses: [{ ...proposal.responses[0], schema_version: '2.0' }] }),
+      'UNSUPPORTED_SCHEMA_VERSION',
+      'responses.0.schema_version',
+    );
+    expectFailure(
+      () => parseProposal({ ...proposal, resolution: { ...resolution, outcome: 'maybe' } }),
+      'SCHEMA_VIOLATION',
+      'resolution.outcome',
+    );
     expectFailure(() => parseProposal({ ...proposal, proposal_id: undefined }), 'SCHEMA_VIOLATION', 'proposal_id');
   });
 
@@ -235,19 +304,43 @@ describe('12.2 / 12.5 / 12.6 full wire objects', () => {
 });
 
 describe('bad input of any shape ends in an AcpError (property, fast-check anything())', () => {
-  const parsers = [parseProposeRequest, parseRespondRequest, parseEscalateRequest, parseResolveRequest, parseGetRequest, parseListRequest, parseProposal, parseResponse, parseResolution, parseDecisionEvent];
+  const parsers = [
+    parseProposeRequest,
+    parseRespondRequest,
+    parseEscalateRequest,
+    parseResolveRequest,
+    parseGetRequest,
+    parseListRequest,
+    parseProposal,
+    parseResponse,
+    parseResolution,
+    parseDecisionEvent,
+  ];
 
   it('anything() never throws anything but an AcpError', () => {
     fc.assert(
-      fc.property(fc.anything({ withNullPrototype: true, withObjectString: true, withBoxedValues: true, withSparseArray: true, withMap: true, withSet: true, withDate: true, withTypedArray: true, withUnicodeString: true }), (input) => {
-        for (const parse of parsers) {
-          try {
-            parse(input);
-          } catch (e) {
-            expect(e).toBeInstanceOf(AcpError);
+      fc.property(
+        fc.anything({
+          withNullPrototype: true,
+          withObjectString: true,
+          withBoxedValues: true,
+          withSparseArray: true,
+          withMap: true,
+          withSet: true,
+          withDate: true,
+          withTypedArray: true,
+          withUnicodeString: true,
+        }),
+        (input) => {
+          for (const parse of parsers) {
+            try {
+              parse(input);
+            } catch (e) {
+              expect(e).toBeInstanceOf(AcpError);
+            }
           }
-        }
-      }),
+        },
+      ),
       { numRuns: 300 },
     );
   });

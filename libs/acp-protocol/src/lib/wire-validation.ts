@@ -208,8 +208,15 @@ class ProposeRequestDto extends ProposalFieldsDto {
   @Expose() @IsDefined() @IsWireSchemaVersion() schema_version!: unknown;
   @Expose() @IfPresent('proposal_id') @IsUlid() proposal_id?: unknown;
   @Expose() @IfPresent('status') @Equals('pending', { message: 'status of a new proposal must be "pending" or left out' }) status?: unknown;
-  @Expose() @IfPresent('responses') @IsArray() @ArrayMaxSize(0, { message: 'responses of a new proposal must be empty or left out' }) responses?: unknown;
-  @Expose() @IfPresent('resolution') @Equals(null, { message: 'resolution of a new proposal must be null or left out' }) resolution?: unknown;
+  @Expose()
+  @IfPresent('responses')
+  @IsArray()
+  @ArrayMaxSize(0, { message: 'responses of a new proposal must be empty or left out' })
+  responses?: unknown;
+  @Expose()
+  @IfPresent('resolution')
+  @Equals(null, { message: 'resolution of a new proposal must be null or left out' })
+  resolution?: unknown;
   @Expose() @IsDefined() @IsInt() @Min(1) quorum!: unknown;
   @Expose() @IsDefined() @IsUtcTimestamp() created_at!: unknown;
   @Expose() @IsOptional() @IsUtcTimestamp() expires_at?: unknown;
@@ -387,7 +394,8 @@ export function parseProposal(input: unknown): Proposal {
     ...(v as object),
     responses,
     expires_at: (v['expires_at'] as string | null | undefined) ?? null,
-    resolution: resolution === null ? null : resolutionOf(resolution as Record<string, unknown>, raw['resolution'] as Record<string, unknown>),
+    resolution:
+      resolution === null ? null : resolutionOf(resolution as Record<string, unknown>, raw['resolution'] as Record<string, unknown>),
   } as Proposal;
 }
 
@@ -422,13 +430,25 @@ export function parseProposeRequest(input: unknown): ProposeRequest {
     const kind = policy['kind'] as string;
     const threshold = policy['threshold'] as number | undefined;
     if (kind === 'count' && threshold !== undefined && threshold !== quorum) {
-      throw new AcpError('SCHEMA_VIOLATION', 'quorum_policy.threshold of a count policy is the proposal quorum (7.1): leave it out or make it equal', 'quorum_policy.threshold');
+      throw new AcpError(
+        'SCHEMA_VIOLATION',
+        'quorum_policy.threshold of a count policy is the proposal quorum (7.1): leave it out or make it equal',
+        'quorum_policy.threshold',
+      );
     }
     if (kind === 'weighted' && threshold === undefined) {
-      throw new AcpError('SCHEMA_VIOLATION', 'quorum_policy.threshold is required for a weighted policy (7.2): a number > 0', 'quorum_policy.threshold');
+      throw new AcpError(
+        'SCHEMA_VIOLATION',
+        'quorum_policy.threshold is required for a weighted policy (7.2): a number > 0',
+        'quorum_policy.threshold',
+      );
     }
     if (kind === 'unanimous' && threshold !== undefined) {
-      throw new AcpError('SCHEMA_VIOLATION', 'quorum_policy.threshold is not used by a unanimous policy (7.3): leave it out', 'quorum_policy.threshold');
+      throw new AcpError(
+        'SCHEMA_VIOLATION',
+        'quorum_policy.threshold is not used by a unanimous policy (7.3): leave it out',
+        'quorum_policy.threshold',
+      );
     }
     quorum_policy = threshold === undefined ? { kind } : { kind, threshold };
   }

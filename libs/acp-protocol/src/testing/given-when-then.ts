@@ -26,9 +26,9 @@ export function stateAfter(commands: readonly ProposalCommand[], config: Decider
 }
 
 export function given(events: readonly ProposalEvent[] | readonly ProposalCommand[], config: DeciderConfig = DEFAULT_DECIDER_CONFIG) {
-  const evts = (events.length > 0 && 'command_id' in events[0]
-    ? history(events as readonly ProposalCommand[], config)
-    : events) as ProposalEvent[];
+  const evts = (
+    events.length > 0 && 'command_id' in events[0] ? history(events as readonly ProposalCommand[], config) : events
+  ) as ProposalEvent[];
   const state = foldProposal(evts);
   return {
     state,

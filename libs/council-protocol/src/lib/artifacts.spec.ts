@@ -100,11 +100,14 @@ describe('spec 8.2 CandidateArtifact and section 10 required statements', () => 
   it('given a complete candidate, when parsed, then it is accepted', () => {
     expect(parseCandidateArtifact(candidateArtifact('m1')).candidate_id).toBe('cand-m1-v1');
   });
-  it.each(['position', 'risks', 'reversal_signals', 'actions', 'confidence', 'assumptions'])('given no %s, when parsed, then it is refused naming it', (field) => {
-    const c = candidateArtifact('m1');
-    delete c[field];
-    expect(refusal(() => parseCandidateArtifact(c)).field).toBe(field);
-  });
+  it.each(['position', 'risks', 'reversal_signals', 'actions', 'confidence', 'assumptions'])(
+    'given no %s, when parsed, then it is refused naming it',
+    (field) => {
+      const c = candidateArtifact('m1');
+      delete c[field];
+      expect(refusal(() => parseCandidateArtifact(c)).field).toBe(field);
+    },
+  );
   it('given no supporting evidence, when parsed, then evidence_refs is named', () => {
     expect(refusal(() => parseCandidateArtifact(candidateArtifact('m1', { claims: [], evidence_refs: [] }))).field).toBe('evidence_refs');
   });
@@ -115,10 +118,14 @@ describe('spec 8.3 ReviewArtifact', () => {
     expect(parseReviewArtifact(review()).material_issues[0].severity).toBe('high');
   });
   it('given a ranking only, when parsed, then it is refused: reviews identify material issues (checklist 5)', () => {
-    expect(refusal(() => parseReviewArtifact(review({ rubric_scores: {}, material_issues: [], ranking: ['a'] }))).field).toBe('material_issues');
+    expect(refusal(() => parseReviewArtifact(review({ rubric_scores: {}, material_issues: [], ranking: ['a'] }))).field).toBe(
+      'material_issues',
+    );
   });
   it('given a bad severity or a negative score, when parsed, then the nested field is named', () => {
-    expect(refusal(() => parseReviewArtifact(review({ material_issues: [{ claim: 'x', severity: 'huge', revision_request: 'y' }] }))).field).toBe('material_issues[0].severity');
+    expect(
+      refusal(() => parseReviewArtifact(review({ material_issues: [{ claim: 'x', severity: 'huge', revision_request: 'y' }] }))).field,
+    ).toBe('material_issues[0].severity');
     expect(refusal(() => parseReviewArtifact(review({ rubric_scores: { evidence: -1 } }))).field).toBe('rubric_scores.evidence');
   });
 });
@@ -139,13 +146,18 @@ describe('spec 8.4 RevisionArtifact', () => {
     expect(parseRevisionArtifact(rev()).responses).toHaveLength(2);
   });
   it('given a rejection without reason or no parent, when parsed, then it is refused naming the field', () => {
-    expect(refusal(() => parseRevisionArtifact(rev({ responses: [{ review_issue: 'x#issue-1', disposition: 'rejected' }] }))).field).toBe('responses[0].reason');
+    expect(refusal(() => parseRevisionArtifact(rev({ responses: [{ review_issue: 'x#issue-1', disposition: 'rejected' }] }))).field).toBe(
+      'responses[0].reason',
+    );
     expect(refusal(() => parseRevisionArtifact(rev({ parent_candidate_id: null }))).field).toBe('parent_candidate_id');
   });
 });
 
 describe('spec 8.5 ConflictMap', () => {
-  const map = (c: Record<string, unknown>) => ({ conflict_map_id: 'cm-1', conflicts: [{ conflict_id: 'conflict-01', positions: ['a'], description: 'd', decision_impact: 'high', status: 'unresolved', ...c }] });
+  const map = (c: Record<string, unknown>) => ({
+    conflict_map_id: 'cm-1',
+    conflicts: [{ conflict_id: 'conflict-01', positions: ['a'], description: 'd', decision_impact: 'high', status: 'unresolved', ...c }],
+  });
   it.each(['fact', 'causal-model', 'information-set', 'risk-preference', 'time-horizon', 'resource-constraint', 'goal/frame'])(
     'given a %s conflict with discriminating evidence, when parsed, then it is accepted (checklist 7)',
     (type) => {
@@ -177,11 +189,14 @@ describe('spec 13 frame check', () => {
     expect(parseFrameCheck({ frame_check_id: 'fc-0', observer_member_id: 'o', result: 'frame-holds' }).result).toBe('frame-holds');
     expect(parseFrameCheck(challenge).result).toBe('frame-challenge');
   });
-  it.each(['assumed_frame', 'reversal_signal', 're_entry_action'])('given a challenge without %s, when parsed, then it is refused', (field) => {
-    const c: Record<string, unknown> = { ...challenge };
-    delete c[field];
-    expect(refusal(() => parseFrameCheck(c)).field).toBe(field);
-  });
+  it.each(['assumed_frame', 'reversal_signal', 're_entry_action'])(
+    'given a challenge without %s, when parsed, then it is refused',
+    (field) => {
+      const c: Record<string, unknown> = { ...challenge };
+      delete c[field];
+      expect(refusal(() => parseFrameCheck(c)).field).toBe(field);
+    },
+  );
   it('given a challenge with neither evidence nor inference, when parsed, then it is refused as unsourced', () => {
     expect(refusal(() => parseFrameCheck({ ...challenge, evidence_refs: [] })).field).toBe('evidence_refs');
     expect(parseFrameCheck({ ...challenge, evidence_refs: [], inference: 'regulation applies' }).result).toBe('frame-challenge');
@@ -199,7 +214,9 @@ describe('spec 8.6 DecisionRecord', () => {
     expect(refusal(() => parseDecisionRecord(decision({ stop_loss_conditions: [], reversal_signals: [] }))).field).toBe('reversal_signals');
   });
   it('given no-decision, when parsed, then actions may be empty', () => {
-    expect(parseDecisionRecord(decision({ selected_path: 'no-decision', actions: [], stop_loss_conditions: [] })).selected_path).toBe('no-decision');
+    expect(parseDecisionRecord(decision({ selected_path: 'no-decision', actions: [], stop_loss_conditions: [] })).selected_path).toBe(
+      'no-decision',
+    );
   });
   it('given unlabelled speculation, when parsed, then it is refused (spec 14)', () => {
     expect(refusal(() => parseDecisionRecord(decision({ speculation: [{ claim: 'rates fall' }] }))).field).toBe('speculation[0].label');
@@ -215,19 +232,34 @@ describe('policy', () => {
 });
 
 describe('spec 8 validation accepts unknown input and always ends in a typed error', () => {
-  const parsers = [parseGoalContract, parseMemberDescriptor, parseCandidateArtifact, parseReviewArtifact, parseRevisionArtifact, parseConflictMap, parseFrameCheck, parseDecisionRecord];
+  const parsers = [
+    parseGoalContract,
+    parseMemberDescriptor,
+    parseCandidateArtifact,
+    parseReviewArtifact,
+    parseRevisionArtifact,
+    parseConflictMap,
+    parseFrameCheck,
+    parseDecisionRecord,
+  ];
   it('property: any JSON value either parses or throws CouncilError SCHEMA_VIOLATION', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.anything(), fc.record({ candidate_id: fc.anything(), review_id: fc.anything(), conflicts: fc.anything(), result: fc.anything() })), (value) => {
-        for (const parse of parsers) {
-          try {
-            parse(value as never);
-          } catch (e) {
-            if (!(e instanceof CouncilError) || e.code !== 'SCHEMA_VIOLATION') return false;
+      fc.property(
+        fc.oneof(
+          fc.anything(),
+          fc.record({ candidate_id: fc.anything(), review_id: fc.anything(), conflicts: fc.anything(), result: fc.anything() }),
+        ),
+        (value) => {
+          for (const parse of parsers) {
+            try {
+              parse(value as never);
+            } catch (e) {
+              if (!(e instanceof CouncilError) || e.code !== 'SCHEMA_VIOLATION') return false;
+            }
           }
-        }
-        return true;
-      }),
+          return true;
+        },
+      ),
     );
   });
 });

@@ -45,7 +45,8 @@ export function parseCandidateArtifact(input: unknown, path = ''): CandidateArti
   const o = record(input, path);
   const claims = parseClaims(o, path);
   const evidenceRefs = strings(o, 'evidence_refs', path);
-  if (claims.length + evidenceRefs.length === 0) fail(join(path, 'evidence_refs'), 'a candidate must state supporting evidence (claims or evidence_refs)');
+  if (claims.length + evidenceRefs.length === 0)
+    fail(join(path, 'evidence_refs'), 'a candidate must state supporting evidence (claims or evidence_refs)');
   const parent = o['parent_candidate_id'];
   if (parent !== undefined && parent !== null && (typeof parent !== 'string' || parent.trim() === '')) {
     fail(join(path, 'parent_candidate_id'), 'must be a candidate id or null');

@@ -18,7 +18,9 @@ const CITATION = /anon-[A-Z]+-v\d+|review-\d+(?:#issue-\d+)?|Candidate [A-Z]+/g;
 function checkTextCitations(run: RunData, text: string, field: string): void {
   for (const [cited] of text.matchAll(CITATION)) {
     const label = /^Candidate ([A-Z]+)$/.exec(cited);
-    const known = label ? run.lineage_order.some((id) => run.lineages[id].letter === label[1]) : resolveArtifactRef(run, cited) !== undefined;
+    const known = label
+      ? run.lineage_order.some((id) => run.lineages[id].letter === label[1])
+      : resolveArtifactRef(run, cited) !== undefined;
     if (!known) throw new CouncilError('UNREFERENCED_CLAIM', `${cited} is not an artifact of this run`, field);
   }
 }
@@ -42,23 +44,30 @@ export function checkDecisionGrounding(run: RunData, input: DecisionRecord): Dec
     throw new CouncilError('UNKNOWN_REFERENCE', `the run's GoalContract is ${run.goal_contract.goal_contract_id}`, 'goal_contract_id');
   }
   if (record.decision_owner !== run.goal_contract.decision_owner) {
-    throw new CouncilError('NOT_AUTHORIZED_ROLE', `the decision owner is ${run.goal_contract.decision_owner}; the chair cannot reassign it`, 'decision_owner');
+    throw new CouncilError(
+      'NOT_AUTHORIZED_ROLE',
+      `the decision owner is ${run.goal_contract.decision_owner}; the chair cannot reassign it`,
+      'decision_owner',
+    );
   }
   const isPath = record.selected_path === NO_DECISION || record.selected_path === SYNTHESIS;
   if (!isPath) {
     const id = resolve(record.selected_path, 'selected_path');
-    if (!run.candidates[id]) throw new CouncilError('UNREFERENCED_CLAIM', 'selected_path names a candidate, synthesis or no-decision', 'selected_path');
+    if (!run.candidates[id])
+      throw new CouncilError('UNREFERENCED_CLAIM', 'selected_path names a candidate, synthesis or no-decision', 'selected_path');
     record.selected_path = id;
   }
   record.grounded_in = record.grounded_in.map((r, i) => resolve(r, `grounded_in[${i}]`));
   record.incorporated = record.incorporated.map((r, i) => resolve(r, `incorporated[${i}]`));
   record.rejected = record.rejected.map((r, i) => {
     const id = resolveArtifactRef(run, r.artifact);
-    if (id === undefined) throw new CouncilError('UNKNOWN_REFERENCE', `${r.artifact} is not an artifact of this run`, `rejected[${i}].artifact`);
+    if (id === undefined)
+      throw new CouncilError('UNKNOWN_REFERENCE', `${r.artifact} is not an artifact of this run`, `rejected[${i}].artifact`);
     return { ...r, artifact: id };
   });
   checkTextCitations(run, record.decision, 'decision');
-  for (const key of ['actions', 'stop_loss_conditions', 'reversal_signals'] as const) record[key].forEach((t, i) => checkTextCitations(run, t, `${key}[${i}]`));
+  for (const key of ['actions', 'stop_loss_conditions', 'reversal_signals'] as const)
+    record[key].forEach((t, i) => checkTextCitations(run, t, `${key}[${i}]`));
   if (record.selected_path !== NO_DECISION && record.grounded_in.length === 0) {
     throw new CouncilError('UNREFERENCED_CLAIM', 'a decision must be grounded in at least one artifact of the run', 'decision');
   }
@@ -81,12 +90,14 @@ function checkChairMode(run: RunData, record: DecisionRecord): void {
       return;
     case 'select':
       // Select: one candidate dominates; it is the path and it grounds the decision.
-      if (!run.candidates[record.selected_path]) throw new CouncilError('UNREFERENCED_CLAIM', 'select names the selected candidate', 'selected_path');
+      if (!run.candidates[record.selected_path])
+        throw new CouncilError('UNREFERENCED_CLAIM', 'select names the selected candidate', 'selected_path');
       if (!record.grounded_in.includes(record.selected_path)) record.grounded_in = [record.selected_path, ...record.grounded_in];
       return;
     case 'bounded-synthesis':
       // Bounded synthesis combines compatible strengths: it says what it incorporated.
-      if (record.incorporated.length === 0) throw new CouncilError('UNREFERENCED_CLAIM', 'bounded synthesis names the artifacts it incorporated', 'incorporated');
+      if (record.incorporated.length === 0)
+        throw new CouncilError('UNREFERENCED_CLAIM', 'bounded synthesis names the artifacts it incorporated', 'incorporated');
       return;
     case 'grounded-reframing':
       // Grounded reframing derives from existing evidence: grounded_in is already required;
@@ -108,9 +119,18 @@ function checkChairMode(run: RunData, record: DecisionRecord): void {
  */
 export function requiredDissent(run: RunData): string[] {
   const map = latestConflictMap(run);
-  const conflicts = map ? map.conflicts.filter((c) => c.status === 'unresolved' && c.decision_impact === 'high').map((c) => c.conflict_id) : [];
-  const unrestarted = run.goal_contract_revisions.filter((g) => g.frame_check_id !== null && !g.comparable && !g.restarted).map((g) => g.frame_check_id as string);
-  const ids = [...conflicts, ...openFrameChallenges(run).map((f) => f.frame_check.frame_check_id), ...unrestarted, ...orphanedIssueIds(run)];
+  const conflicts = map
+    ? map.conflicts.filter((c) => c.status === 'unresolved' && c.decision_impact === 'high').map((c) => c.conflict_id)
+    : [];
+  const unrestarted = run.goal_contract_revisions
+    .filter((g) => g.frame_check_id !== null && !g.comparable && !g.restarted)
+    .map((g) => g.frame_check_id as string);
+  const ids = [
+    ...conflicts,
+    ...openFrameChallenges(run).map((f) => f.frame_check.frame_check_id),
+    ...unrestarted,
+    ...orphanedIssueIds(run),
+  ];
   return [...new Set(ids)];
 }
 
@@ -123,8 +143,15 @@ function blindDissentRef(run: RunData, id: string): string {
 export function checkDissentRetained(run: RunData, record: DecisionRecord): void {
   for (const id of requiredDissent(run)) {
     const names = [id, blindDissentRef(run, id)];
-    const kept = names.some((n) => record.unresolved_dissent.some((d) => dissentMentions(d, n)) || record.rejected.some((r) => r.artifact === n));
-    if (!kept) throw new CouncilError('DISSENT_DROPPED', `${names[names.length - 1]} is unresolved and must appear in unresolved_dissent (or be rejected with a reason)`, 'unresolved_dissent');
+    const kept = names.some(
+      (n) => record.unresolved_dissent.some((d) => dissentMentions(d, n)) || record.rejected.some((r) => r.artifact === n),
+    );
+    if (!kept)
+      throw new CouncilError(
+        'DISSENT_DROPPED',
+        `${names[names.length - 1]} is unresolved and must appear in unresolved_dissent (or be rejected with a reason)`,
+        'unresolved_dissent',
+      );
   }
 }
 
@@ -136,7 +163,8 @@ export function withDegradedFacts(run: RunData, record: DecisionRecord): Decisio
 /** Chair and authorised fallbacks, in order, still standing and not yet asked. */
 export function nextChair(run: RunData): string | undefined {
   return run.chair_order.find(
-    (id) => !run.failed_members.includes(id) && !run.task_order.some((t) => run.tasks[t].stage === 'synthesis' && run.tasks[t].member_id === id),
+    (id) =>
+      !run.failed_members.includes(id) && !run.task_order.some((t) => run.tasks[t].stage === 'synthesis' && run.tasks[t].member_id === id),
   );
 }
 
@@ -148,7 +176,11 @@ function blindConflictMap(run: RunData, map: ConflictMap): ConflictMap {
 }
 
 /** Chair inputs: everything it may ground on, on the blind surface, plus the controller's facts. */
-export function synthesisTaskInputs(run: RunData, basisCandidateIds: readonly string[], stopReason: string | undefined): Record<string, unknown> {
+export function synthesisTaskInputs(
+  run: RunData,
+  basisCandidateIds: readonly string[],
+  stopReason: string | undefined,
+): Record<string, unknown> {
   const map = latestConflictMap(run);
   const memberContent = scrubMemberIds(
     {

@@ -38,7 +38,8 @@ function parseConflict(input: unknown, path: string): Conflict {
   if (owner !== undefined) c.value_owner = owner;
   // Checklist item 7: classified conflicts carry discriminating evidence or value ownership.
   if (c.type === 'value') {
-    if (evidence === undefined && owner === undefined) fail(join(path, 'value_owner'), 'a value conflict names its value owner (or discriminating evidence)');
+    if (evidence === undefined && owner === undefined)
+      fail(join(path, 'value_owner'), 'a value conflict names its value owner (or discriminating evidence)');
   } else if (evidence === undefined) {
     fail(join(path, 'discriminating_evidence'), 'must say what evidence would resolve the conflict');
   }

@@ -79,15 +79,7 @@ export function levelNumber(level: CouncilLevel): number {
 }
 
 /** Roles (missing-tables A.2). Controller and human owner are never panel members. */
-export const COUNCIL_ROLES = [
-  'proposer',
-  'reviewer',
-  'reviser',
-  'moderator',
-  'frame-observer',
-  'chair',
-  'evaluator',
-] as const;
+export const COUNCIL_ROLES = ['proposer', 'reviewer', 'reviser', 'moderator', 'frame-observer', 'chair', 'evaluator'] as const;
 export type CouncilRole = (typeof COUNCIL_ROLES)[number];
 
 /** Default capabilities of a member whose descriptor names none. */

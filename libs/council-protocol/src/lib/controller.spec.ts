@@ -7,19 +7,49 @@ import { CouncilEvent } from './events';
 import { buildRunRecord } from './run-record';
 import { EMPTY_RUN, foldRun } from './state';
 import { validateRunRecord } from './single-agent-council';
-import { Behaviour, T0, candidateArtifact, at, defaultBehaviour, drive, goalContract, highIssue, panel, startCommand } from '../testing/council-fixtures';
+import {
+  Behaviour,
+  T0,
+  candidateArtifact,
+  at,
+  defaultBehaviour,
+  drive,
+  goalContract,
+  highIssue,
+  panel,
+  startCommand,
+} from '../testing/council-fixtures';
 
 const types = (events: CouncilEvent[]) => events.map((e) => e.type);
 
 describe('spec 9 protocol lifecycle: the run as a state machine over events', () => {
   it('given a well-behaved panel, when the run is driven, then it walks proposal → review → conflict map → revision → review → synthesis and terminates decided', () => {
-    const d = drive(startCommand(), defaultBehaviour({ issues: (_r, round) => (round === 1 ? [highIssue()] : []), score: (_r, round) => 2 + round }));
+    const d = drive(
+      startCommand(),
+      defaultBehaviour({ issues: (_r, round) => (round === 1 ? [highIssue()] : []), score: (_r, round) => 2 + round }),
+    );
     expect(d.refusals).toEqual([]);
-    const seq = types(d.events).filter((t) => t !== E.TaskIssued && t !== E.CandidateSubmitted && t !== E.ReviewSubmitted && t !== E.RevisionSubmitted);
+    const seq = types(d.events).filter(
+      (t) => t !== E.TaskIssued && t !== E.CandidateSubmitted && t !== E.ReviewSubmitted && t !== E.RevisionSubmitted,
+    );
     expect(seq).toEqual([
-      E.RunStarted, E.PanelAssembled, E.ProposalStageClosed, E.CheckpointRecorded, E.StageClosed, E.ConflictMapRecorded, E.StageClosed,
-      E.RoundClosed, E.RevisionRequested, E.StageClosed, E.CheckpointRecorded, E.StageClosed, E.ConflictMapRecorded, E.StageClosed,
-      E.RoundClosed, E.ChairDecisionRecorded, E.RunTerminated,
+      E.RunStarted,
+      E.PanelAssembled,
+      E.ProposalStageClosed,
+      E.CheckpointRecorded,
+      E.StageClosed,
+      E.ConflictMapRecorded,
+      E.StageClosed,
+      E.RoundClosed,
+      E.RevisionRequested,
+      E.StageClosed,
+      E.CheckpointRecorded,
+      E.StageClosed,
+      E.ConflictMapRecorded,
+      E.StageClosed,
+      E.RoundClosed,
+      E.ChairDecisionRecorded,
+      E.RunTerminated,
     ]);
     expect(d.state.status === 'terminated' && d.state.terminal.terminal_state).toBe('decided');
   });
@@ -27,7 +57,16 @@ describe('spec 9 protocol lifecycle: the run as a state machine over events', ()
   it('given any event, then it carries the envelope: event_id, type, schema_version, occurred_at, actor, causation_id, correlation_id = run_id, data', () => {
     const d = drive(startCommand(), defaultBehaviour());
     for (const e of d.events) {
-      expect(Object.keys(e).sort()).toEqual(['actor', 'causation_id', 'correlation_id', 'data', 'event_id', 'occurred_at', 'schema_version', 'type']);
+      expect(Object.keys(e).sort()).toEqual([
+        'actor',
+        'causation_id',
+        'correlation_id',
+        'data',
+        'event_id',
+        'occurred_at',
+        'schema_version',
+        'type',
+      ]);
       expect(e.correlation_id).toBe('run-1');
     }
     expect(new Set(d.events.map((e) => e.event_id)).size).toBe(d.events.length);
@@ -39,7 +78,13 @@ describe('spec 9 protocol lifecycle: the run as a state machine over events', ()
     const actions = decideNext(started, T0);
     const issue = actions.find((a) => a.kind === 'IssueTask');
     expect(issue?.kind === 'IssueTask' && issue.subject).toBe('council.v1.tasks.member-builder-01');
-    expect(issue?.kind === 'IssueTask' && issue.request).toMatchObject({ run_id: 'run-1', task_id: councilTaskId('run-1', 1, 'proposal', 'member-builder-01'), stage: 'proposal', role: 'proposer', deadline: at(120_000) });
+    expect(issue?.kind === 'IssueTask' && issue.request).toMatchObject({
+      run_id: 'run-1',
+      task_id: councilTaskId('run-1', 1, 'proposal', 'member-builder-01'),
+      stage: 'proposal',
+      role: 'proposer',
+      deadline: at(120_000),
+    });
   });
 
   it('given the same state and now, when decideNext runs twice, then the actions and event ids are identical (determinism, DESIGN 2)', () => {
@@ -55,7 +100,13 @@ describe('spec 9 protocol lifecycle: the run as a state machine over events', ()
   it('given a redelivered member reply with the same event id, when decided, then nothing new is appended (idempotent)', () => {
     let s = foldRun(decide(startCommand(), EMPTY_RUN));
     s = foldRun(controllerEvents(decideNext(s, T0)), s);
-    const cmd = { type: C.SubmitTaskResult, task_id: 'run-1:1:proposal:member-builder-01', member_id: 'member-builder-01', artifact: candidateArtifact('member-builder-01'), now: T0 } as const;
+    const cmd = {
+      type: C.SubmitTaskResult,
+      task_id: 'run-1:1:proposal:member-builder-01',
+      member_id: 'member-builder-01',
+      artifact: candidateArtifact('member-builder-01'),
+      now: T0,
+    } as const;
     const first = decide(cmd, s);
     s = foldRun(first, s);
     expect(decide(cmd, s)).toEqual([]);
@@ -72,7 +123,9 @@ describe('spec 9 restart mid-run: a restarted controller folds the log and never
     // "Crash": only the log survives.
     const log = [...part.events];
     const restarted = foldRun(log);
-    const answeredIds = Object.values(restarted.status === 'running' ? restarted.tasks : {}).filter((t) => t.status === 'answered').map((t) => t.task_id);
+    const answeredIds = Object.values(restarted.status === 'running' ? restarted.tasks : {})
+      .filter((t) => t.status === 'answered')
+      .map((t) => t.task_id);
     const actions = decideNext(restarted, part.now);
     const reissued = actions.filter((a) => a.kind === 'IssueTask').map((a) => (a.kind === 'IssueTask' ? a.request.task_id : ''));
     expect(answeredIds.length).toBeGreaterThan(3);
@@ -89,7 +142,14 @@ describe('spec 9 restart mid-run: a restarted controller folds the log and never
 describe('spec 7.1 Controller is not Chair: authorities and their records are separate (checklist 9)', () => {
   it('given a whole run, then every controller-authored event is process only and every semantic artifact is authored by a member', () => {
     const d = drive(startCommand(), defaultBehaviour({ issues: (_r, round) => (round === 1 ? [highIssue()] : []) }));
-    const semantic = [E.CandidateSubmitted, E.ReviewSubmitted, E.ConflictMapRecorded, E.FrameCheckRecorded, E.RevisionSubmitted, E.ChairDecisionRecorded] as string[];
+    const semantic = [
+      E.CandidateSubmitted,
+      E.ReviewSubmitted,
+      E.ConflictMapRecorded,
+      E.FrameCheckRecorded,
+      E.RevisionSubmitted,
+      E.ChairDecisionRecorded,
+    ] as string[];
     for (const e of d.events) {
       if (e.actor === 'council-controller') expect(semantic).not.toContain(e.type);
       if (semantic.includes(e.type)) expect(d.state.status !== 'empty' && d.state.panel.map((m) => m.member_id)).toContain(e.actor);
@@ -100,7 +160,9 @@ describe('spec 7.1 Controller is not Chair: authorities and their records are se
   });
 
   it('given the controller id is a panel member, when the run starts, then NOT_AUTHORIZED_ROLE (distinct actors, council:L3)', () => {
-    expect(() => decide(startCommand({ policy: { controller_id: 'member-chair-01' } }), EMPTY_RUN)).toThrow(expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'policy.controller_id' }));
+    expect(() => decide(startCommand({ policy: { controller_id: 'member-chair-01' } }), EMPTY_RUN)).toThrow(
+      expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'policy.controller_id' }),
+    );
   });
 
   it('given the chair, when it revises the GoalContract with a larger budget, then NOT_AUTHORIZED_ROLE: the chair cannot extend the run (7.1)', () => {
@@ -109,13 +171,20 @@ describe('spec 7.1 Controller is not Chair: authorities and their records are se
     expect(() => decide({ type: C.ReviseGoalContract, goal_contract: bigger, actor: 'member-chair-01', now: T0 }, s)).toThrow(
       expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'goal_contract.budget' }),
     );
-    expect(() => decide({ type: C.ReviseGoalContract, goal_contract: bigger, actor: 'member-builder-01', now: T0 }, s)).toThrow(expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'actor' }));
+    expect(() => decide({ type: C.ReviseGoalContract, goal_contract: bigger, actor: 'member-builder-01', now: T0 }, s)).toThrow(
+      expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'actor' }),
+    );
   });
 
   it('given a non-chair member, when it answers a synthesis task it does not hold, then NOT_TASK_ASSIGNEE', () => {
-    const d = drive(startCommand(), defaultBehaviour(), { stopWhen: (x) => x.state.status === 'running' && x.state.stage === 'synthesis' && Object.values(x.state.tasks).some((t) => t.stage === 'synthesis') });
+    const d = drive(startCommand(), defaultBehaviour(), {
+      stopWhen: (x) =>
+        x.state.status === 'running' && x.state.stage === 'synthesis' && Object.values(x.state.tasks).some((t) => t.stage === 'synthesis'),
+    });
     const task = Object.values(d.state.status === 'running' ? d.state.tasks : {}).find((t) => t.stage === 'synthesis');
-    expect(() => decide({ type: C.SubmitTaskResult, task_id: task?.task_id ?? '', member_id: 'member-builder-01', artifact: {}, now: d.now }, d.state)).toThrow(expect.objectContaining({ code: 'NOT_TASK_ASSIGNEE' }));
+    expect(() =>
+      decide({ type: C.SubmitTaskResult, task_id: task?.task_id ?? '', member_id: 'member-builder-01', artifact: {}, now: d.now }, d.state),
+    ).toThrow(expect.objectContaining({ code: 'NOT_TASK_ASSIGNEE' }));
   });
 });
 
@@ -140,10 +209,17 @@ describe('properties (fast-check; the seed is printed on failure)', () => {
         fc.integer({ min: 1, max: 4 }),
         fc.string({ minLength: 1, maxLength: 8 }),
         (plan, maxRounds, seed) => {
-          const d = drive(startCommand({ seed, goal: goalContract({ budget: { max_rounds: maxRounds, max_time: '15m' } }) }), behaviourFrom(plan));
+          const d = drive(
+            startCommand({ seed, goal: goalContract({ budget: { max_rounds: maxRounds, max_time: '15m' } }) }),
+            behaviourFrom(plan),
+          );
           if (d.state.status !== 'terminated') return false;
           const rounds = Math.max(...Object.values(d.state.tasks).map((t) => t.round), 1);
-          return (TERMINAL_STATES as readonly string[]).includes(d.state.terminal.terminal_state) && rounds <= maxRounds && d.state.round <= maxRounds;
+          return (
+            (TERMINAL_STATES as readonly string[]).includes(d.state.terminal.terminal_state) &&
+            rounds <= maxRounds &&
+            d.state.round <= maxRounds
+          );
         },
       ),
       { numRuns: 60 },
@@ -153,7 +229,10 @@ describe('properties (fast-check; the seed is printed on failure)', () => {
   it('property (spec 11): reviewers never see their own candidate nor any author id, and the mapping stays in the RunRecord', () => {
     fc.assert(
       fc.property(fc.string({ minLength: 1, maxLength: 10 }), fc.integer({ min: 1, max: 3 }), (seed, maxRounds) => {
-        const d = drive(startCommand({ seed, goal: goalContract({ budget: { max_rounds: maxRounds, max_time: '15m' } }) }), defaultBehaviour({ issues: () => [highIssue()] }));
+        const d = drive(
+          startCommand({ seed, goal: goalContract({ budget: { max_rounds: maxRounds, max_time: '15m' } }) }),
+          defaultBehaviour({ issues: () => [highIssue()] }),
+        );
         if (d.state.status === 'empty') return false;
         const st = d.state;
         const authors = st.panel.map((m) => m.member_id);
@@ -206,6 +285,8 @@ describe('typed errors', () => {
     expect(() => decide(cmd, foldRun(decide(startCommand(), EMPTY_RUN)))).toThrow(expect.objectContaining({ code: 'TASK_NOT_FOUND' }));
   });
   it('given a panel with fewer proposers than the quorum, when started, then BELOW_QUORUM', () => {
-    expect(() => decide(startCommand({ panel: panel().slice(0, 1).concat(panel().slice(3)) }), EMPTY_RUN)).toThrow(expect.objectContaining({ code: 'BELOW_QUORUM' }));
+    expect(() => decide(startCommand({ panel: panel().slice(0, 1).concat(panel().slice(3)) }), EMPTY_RUN)).toThrow(
+      expect.objectContaining({ code: 'BELOW_QUORUM' }),
+    );
   });
 });

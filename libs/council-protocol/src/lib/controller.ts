@@ -1,5 +1,20 @@
-import { checkHardLimits, computeCheckpoint, decisionCheckpoint, deriveTerminalState, evaluateRound, runDeadlineMs } from './convergence-and-termination';
-import { CONFLICT_TYPES, COUNCIL_EVENT_SCHEMA_VERSION, COUNCIL_EVENT_TYPES as E, TASK_STAGE_ROLE, TaskStage, TerminalState, councilTaskSubject } from './contracts';
+import {
+  checkHardLimits,
+  computeCheckpoint,
+  decisionCheckpoint,
+  deriveTerminalState,
+  evaluateRound,
+  runDeadlineMs,
+} from './convergence-and-termination';
+import {
+  CONFLICT_TYPES,
+  COUNCIL_EVENT_SCHEMA_VERSION,
+  COUNCIL_EVENT_TYPES as E,
+  TASK_STAGE_ROLE,
+  TaskStage,
+  TerminalState,
+  councilTaskSubject,
+} from './contracts';
 import { CouncilError } from './errors';
 import { degradedVerdict } from './failure-and-degraded-operation';
 import { frameCheckDue, openFrameChallenges } from './frame-challenge';
@@ -44,7 +59,10 @@ export interface CouncilTaskRequest {
 /** The run's budget left at `now`: every spend reported so far, refused answers and failures included. */
 export function budgetRemaining(run: RunData, now: string): BudgetRemaining {
   const b = run.goal_contract.budget;
-  const left: BudgetRemaining = { rounds: Math.max(b.max_rounds - run.round + 1, 0), time_ms: Math.max(runDeadlineMs(run) - instantMs(now, 'now'), 0) };
+  const left: BudgetRemaining = {
+    rounds: Math.max(b.max_rounds - run.round + 1, 0),
+    time_ms: Math.max(runDeadlineMs(run) - instantMs(now, 'now'), 0),
+  };
   if (b.max_cost !== undefined) left.cost = Math.max(b.max_cost - run.usage.cost, 0);
   if (b.max_tokens !== undefined) left.tokens = Math.max(b.max_tokens - run.usage.tokens, 0);
   return left;
@@ -147,13 +165,24 @@ export function pendingTaskRequests(state: CouncilRunState, subjectPrefix?: stri
 /** When decideNext has something to do next without any member reply: the earliest deadline. */
 export function nextWakeAt(state: CouncilRunState): string | null {
   if (state.status !== 'running') return null;
-  const times = state.task_order.map((id) => state.tasks[id]).filter((t) => t.status === 'issued').map((t) => instantMs(t.deadline, 'deadline'));
+  const times = state.task_order
+    .map((id) => state.tasks[id])
+    .filter((t) => t.status === 'issued')
+    .map((t) => instantMs(t.deadline, 'deadline'));
   times.push(runDeadlineMs(state));
-  if (state.stage === 'frame-decision') times.push(instantMs(state.stage_opened_at, 'stage_opened_at') + stageTimeoutMs(state.policy, 'frame-decision'));
+  if (state.stage === 'frame-decision')
+    times.push(instantMs(state.stage_opened_at, 'stage_opened_at') + stageTimeoutMs(state.policy, 'frame-decision'));
   return isoFromMs(Math.min(...times));
 }
 
-function envelope<T extends CouncilEvent['type'], D>(run: RunData, type: T, key: string, now: string, data: D, options: ControllerOptions): CouncilEventEnvelope<T, D> {
+function envelope<T extends CouncilEvent['type'], D>(
+  run: RunData,
+  type: T,
+  key: string,
+  now: string,
+  data: D,
+  options: ControllerOptions,
+): CouncilEventEnvelope<T, D> {
   return {
     event_id: options.eventId ? options.eventId(key) : key,
     type,
@@ -166,7 +195,14 @@ function envelope<T extends CouncilEvent['type'], D>(run: RunData, type: T, key:
   };
 }
 
-function terminate(run: RunData, now: string, terminal_state: TerminalState, reason: TerminationReason, options: ControllerOptions, note?: string): ControllerAction[] {
+function terminate(
+  run: RunData,
+  now: string,
+  terminal_state: TerminalState,
+  reason: TerminationReason,
+  options: ControllerOptions,
+  note?: string,
+): ControllerAction[] {
   const data: RunTerminated['data'] = {
     terminal_state,
     reason,
@@ -177,19 +213,49 @@ function terminate(run: RunData, now: string, terminal_state: TerminalState, rea
   return [{ kind: 'Terminate', event: envelope(run, E.RunTerminated, `${run.run_id}:terminated`, now, data, options) }];
 }
 
-function closeStage(run: RunData, now: string, stage: CouncilStage, next_stage: CouncilStage, options: ControllerOptions, note?: string): ControllerAction {
+function closeStage(
+  run: RunData,
+  now: string,
+  stage: CouncilStage,
+  next_stage: CouncilStage,
+  options: ControllerOptions,
+  note?: string,
+): ControllerAction {
   const data: StageClosed['data'] = { round: run.round, stage, next_stage };
   if (note !== undefined) data.note = note;
   return { kind: 'CloseStage', event: envelope(run, E.StageClosed, `${run.run_id}:${run.round}:${stage}:closed`, now, data, options) };
 }
 
-function issue(run: RunData, now: string, stage: TaskStage, memberId: string, inputs: Record<string, unknown>, options: ControllerOptions): ControllerAction {
+function issue(
+  run: RunData,
+  now: string,
+  stage: TaskStage,
+  memberId: string,
+  inputs: Record<string, unknown>,
+  options: ControllerOptions,
+): ControllerAction {
   const task_id = councilTaskId(run.run_id, run.round, stage, memberId);
   const deadline = isoFromMs(Math.min(instantMs(now, 'now') + stageTimeoutMs(run.policy, stage), runDeadlineMs(run)));
   const role = TASK_STAGE_ROLE[stage];
   const budget_remaining = budgetRemaining(run, now);
-  const request: CouncilTaskRequest = { run_id: run.run_id, task_id, stage, role, deadline, goal_contract: run.goal_contract, inputs, budget_remaining };
-  const event = envelope(run, E.TaskIssued, `${task_id}:issued`, now, { task_id, member_id: memberId, round: run.round, generation: run.generation, stage, role, deadline, inputs, budget_remaining }, options);
+  const request: CouncilTaskRequest = {
+    run_id: run.run_id,
+    task_id,
+    stage,
+    role,
+    deadline,
+    goal_contract: run.goal_contract,
+    inputs,
+    budget_remaining,
+  };
+  const event = envelope(
+    run,
+    E.TaskIssued,
+    `${task_id}:issued`,
+    now,
+    { task_id, member_id: memberId, round: run.round, generation: run.generation, stage, role, deadline, inputs, budget_remaining },
+    options,
+  );
   return { kind: 'IssueTask', subject: councilTaskSubject(memberId, options.subjectPrefix), request, event };
 }
 
@@ -214,13 +280,16 @@ function nextStep(run: ActiveRun, now: string, options: ControllerOptions): Cont
   if (limit) return terminate(run, now, 'budget-exhausted-best-checkpoint', limit, options);
 
   // Per-stage timeout: an unanswered task past its deadline is a member failure (18).
-  const expired = run.task_order.map((id) => run.tasks[id]).filter((t) => t.status === 'issued' && instantMs(t.deadline, 'deadline') <= nowMs);
+  const expired = run.task_order
+    .map((id) => run.tasks[id])
+    .filter((t) => t.status === 'issued' && instantMs(t.deadline, 'deadline') <= nowMs);
   if (expired.length) {
     return expired.map((t) => {
       const data: MemberFailed['data'] = { member_id: t.member_id, task_id: t.task_id, round: t.round, stage: t.stage, reason: 'timeout' };
       const refused = run.refusals.filter((r) => r.task_id === t.task_id);
       // A member that answered wrongly and never corrected it did not simply go silent.
-      if (refused.length) data.detail = `${refused.length} refused answer(s), never corrected; last: ${refused[refused.length - 1].error.code}: ${refused[refused.length - 1].error.message}`;
+      if (refused.length)
+        data.detail = `${refused.length} refused answer(s), never corrected; last: ${refused[refused.length - 1].error.code}: ${refused[refused.length - 1].error.message}`;
       return { kind: 'RecordTimeout' as const, event: envelope(run, E.MemberFailed, `${t.task_id}:timed-out`, now, data, options) };
     });
   }
@@ -244,36 +313,56 @@ function nextStep(run: ActiveRun, now: string, options: ControllerOptions): Cont
       }
       const unlabelled = ids.map((id) => run.lineages[run.candidates[id].lineage_id]).filter((l) => l.letter === undefined);
       const anonymization = assignAnonymousLabels(unlabelled, run.seed, run.anonymization.length);
-      const data: ProposalStageClosed['data'] = { round: run.round, generation: run.generation, candidate_ids: ids, anonymization, next_stage: 'review' };
-      return [{ kind: 'CloseStage', event: envelope(run, E.ProposalStageClosed, `${run.run_id}:${run.round}:proposal:closed`, now, data, options) }];
+      const data: ProposalStageClosed['data'] = {
+        round: run.round,
+        generation: run.generation,
+        candidate_ids: ids,
+        anonymization,
+        next_stage: 'review',
+      };
+      return [
+        {
+          kind: 'CloseStage',
+          event: envelope(run, E.ProposalStageClosed, `${run.run_id}:${run.round}:proposal:closed`, now, data, options),
+        },
+      ];
     }
     case 'review': {
       const p = progress(run, 'review');
       const ids = currentCandidateIds(run);
       if (p === 'none') {
         const reviewers = activeMembersWithRole(run, 'reviewer').filter((m) => reviewTargetsFor(run, m.member_id, ids).length > 0);
-        if (reviewers.length > 0) return reviewers.map((m) => issue(run, now, 'review', m.member_id, reviewTaskInputs(run, m.member_id, ids), options));
+        if (reviewers.length > 0)
+          return reviewers.map((m) => issue(run, now, 'review', m.member_id, reviewTaskInputs(run, m.member_id, ids), options));
       } else if (p === 'pending') {
         return [];
       }
       const checkpoint = computeCheckpoint(run);
       return [
-        { kind: 'RecordCheckpoint', event: envelope(run, E.CheckpointRecorded, `${run.run_id}:${run.round}:checkpoint`, now, { checkpoint }, options) },
+        {
+          kind: 'RecordCheckpoint',
+          event: envelope(run, E.CheckpointRecorded, `${run.run_id}:${run.round}:checkpoint`, now, { checkpoint }, options),
+        },
         closeStage(run, now, 'review', 'conflict-map', options, p === 'none' ? 'no eligible reviewer' : undefined),
       ];
     }
     case 'conflict-map': {
       const p = progress(run, 'conflict-map');
       if (p === 'none') {
-        const moderator = activeMembersWithRole(run, 'moderator')[0]?.member_id ?? run.chair_order.find((id) => !run.failed_members.includes(id));
-        if (moderator === undefined) return [closeStage(run, now, 'conflict-map', afterConflictMap(run), options, 'no moderator or chair standing')];
+        const moderator =
+          activeMembersWithRole(run, 'moderator')[0]?.member_id ?? run.chair_order.find((id) => !run.failed_members.includes(id));
+        if (moderator === undefined)
+          return [closeStage(run, now, 'conflict-map', afterConflictMap(run), options, 'no moderator or chair standing')];
         const ids = currentCandidateIds(run);
         // Member content is scrubbed (blindCandidate, blindReview); the controller's own words are not.
         const inputs = {
           candidates: ids.map((id) => blindCandidate(run, id)),
-          reviews: run.review_order.filter((id) => run.reviews[id].round === run.round && run.reviews[id].generation === run.generation).map((id) => blindReview(run, id)),
+          reviews: run.review_order
+            .filter((id) => run.reviews[id].round === run.round && run.reviews[id].generation === run.generation)
+            .map((id) => blindReview(run, id)),
           conflict_types: [...CONFLICT_TYPES],
-          instructions: 'Return a ConflictMap; positions are candidate_refs; each conflict carries discriminating_evidence (or value_owner for a value conflict).',
+          instructions:
+            'Return a ConflictMap; positions are candidate_refs; each conflict carries discriminating_evidence (or value_owner for a value conflict).',
         };
         return [issue(run, now, 'conflict-map', moderator, inputs, options)];
       }
@@ -288,7 +377,8 @@ function nextStep(run: ActiveRun, now: string, options: ControllerOptions): Cont
         const ids = currentCandidateIds(run);
         const inputs = {
           candidates: ids.map((id) => blindCandidate(run, id)),
-          instructions: 'Run the Inside-Outsider check: return frame-holds, or frame-challenge with assumed_frame, excluded, evidence_refs or inference, reversal_signal, re_entry_action.',
+          instructions:
+            'Run the Inside-Outsider check: return frame-holds, or frame-challenge with assumed_frame, excluded, evidence_refs or inference, reversal_signal, re_entry_action.',
         };
         return [issue(run, now, 'frame-check', observer.member_id, inputs, options)];
       }
@@ -300,7 +390,9 @@ function nextStep(run: ActiveRun, now: string, options: ControllerOptions): Cont
       if (openFrameChallenges(run).length === 0) return [closeStage(run, now, 'frame-decision', 'evaluate', options)];
       const due = instantMs(run.stage_opened_at, 'stage_opened_at') + stageTimeoutMs(run.policy, 'frame-decision');
       if (nowMs < due) return [];
-      return [closeStage(run, now, 'frame-decision', 'evaluate', options, 'frame challenge not accepted by the deadline; retained as dissent')];
+      return [
+        closeStage(run, now, 'frame-decision', 'evaluate', options, 'frame challenge not accepted by the deadline; retained as dissent'),
+      ];
     }
     case 'evaluate': {
       const ev = evaluateRound(run);
@@ -313,12 +405,25 @@ function nextStep(run: ActiveRun, now: string, options: ControllerOptions): Cont
         open_issue_ids: ev.open_issue_ids,
       };
       if (ev.stop_reason !== undefined) data.stop_reason = ev.stop_reason;
-      const closed: ControllerAction = { kind: 'CloseRound', event: envelope(run, E.RoundClosed, `${run.run_id}:${run.round}:round-closed`, now, data, options) };
+      const closed: ControllerAction = {
+        kind: 'CloseRound',
+        event: envelope(run, E.RoundClosed, `${run.run_id}:${run.round}:round-closed`, now, data, options),
+      };
       if (ev.decision === 'synthesize') return [closed];
       const nextRound = run.round + 1;
       return [
         closed,
-        { kind: 'RequestRevision', event: envelope(run, E.RevisionRequested, `${run.run_id}:${nextRound}:revision-requested`, now, { round: nextRound, requests: ev.requests }, options) },
+        {
+          kind: 'RequestRevision',
+          event: envelope(
+            run,
+            E.RevisionRequested,
+            `${run.run_id}:${nextRound}:revision-requested`,
+            now,
+            { round: nextRound, requests: ev.requests },
+            options,
+          ),
+        },
       ];
     }
     case 'revision': {
@@ -337,7 +442,15 @@ function nextStep(run: ActiveRun, now: string, options: ControllerOptions): Cont
       if (tasksOf(run, run.round, 'synthesis').some((t) => t.status === 'issued')) return [];
       const chair = nextChair(run);
       // 18: Chair fails with no authorised fallback: return the artifacts, no false synthesis.
-      if (chair === undefined) return terminate(run, now, 'failed-below-quorum', 'chair-failed-without-fallback', options, 'artifacts and best checkpoint returned without synthesis');
+      if (chair === undefined)
+        return terminate(
+          run,
+          now,
+          'failed-below-quorum',
+          'chair-failed-without-fallback',
+          options,
+          'artifacts and best checkpoint returned without synthesis',
+        );
       const last = run.rounds[run.rounds.length - 1];
       const basis = last?.basis_candidate_ids.length ? last.basis_candidate_ids : currentCandidateIds(run);
       return [issue(run, now, 'synthesis', chair, synthesisTaskInputs(run, basis, last?.stop_reason), options)];

@@ -178,7 +178,12 @@ export function evaluateRound(run: RunData): RoundEvaluation {
   if (plateau) signals.push(plateau);
 
   const base = { signals, best_checkpoint_id: best?.checkpoint_id ?? null, open_issue_ids, requests };
-  const stop = (stop_reason: StopReason, basis = current): RoundEvaluation => ({ ...base, decision: 'synthesize', stop_reason, basis_candidate_ids: basis });
+  const stop = (stop_reason: StopReason, basis = current): RoundEvaluation => ({
+    ...base,
+    decision: 'synthesize',
+    stop_reason,
+    basis_candidate_ids: basis,
+  });
 
   if (levelNumber(run.policy.level) < 2) return stop('single-round-profile');
   if (values.length) return stop('value-choice-required');

@@ -6,7 +6,16 @@ import { CouncilEvent, RoundClosed } from './events';
 import { buildRunRecord, runReaderRole, runRecordFor } from './run-record';
 import { foldRun, StartedRun } from './state';
 import {
-  Behaviour, Driven, decisionFor, defaultBehaviour, drive, goalContract, highIssue, panel, reviewsFor, startCommand,
+  Behaviour,
+  Driven,
+  decisionFor,
+  defaultBehaviour,
+  drive,
+  goalContract,
+  highIssue,
+  panel,
+  reviewsFor,
+  startCommand,
 } from '../testing/council-fixtures';
 
 /*
@@ -16,7 +25,8 @@ import {
 
 const terminal = (d: Driven) => (d.state.status === 'terminated' ? d.state.terminal : undefined);
 const run = (d: Driven) => d.state as StartedRun;
-const ofType = <T extends CouncilEvent['type']>(d: Driven, t: T) => d.events.filter((e): e is Extract<CouncilEvent, { type: T }> => e.type === t);
+const ofType = <T extends CouncilEvent['type']>(d: Driven, t: T) =>
+  d.events.filter((e): e is Extract<CouncilEvent, { type: T }> => e.type === t);
 const rounds = (d: Driven) => ofType(d, E.RoundClosed).map((e) => (e as RoundClosed).data);
 const letterOf = (st: StartedRun, author: string) => Object.values(st.lineages).find((l) => l.author_member_id === author)?.letter;
 
@@ -32,17 +42,29 @@ const challenge = (id: string) => ({
 });
 
 describe('spec 13 an accepted frame challenge with no round left to restart', () => {
-  const start = () => startCommand({ panel: panel({ frameObserver: true }), goal: goalContract({ budget: { max_rounds: 1, max_time: '15m' } }) });
+  const start = () =>
+    startCommand({ panel: panel({ frameObserver: true }), goal: goalContract({ budget: { max_rounds: 1, max_time: '15m' } }) });
   const atFrameDecision = () =>
-    drive(start(), defaultBehaviour({ frame: (_r, id) => challenge(id) }), { stopWhen: (x) => x.state.status === 'running' && x.state.stage === 'frame-decision' });
+    drive(start(), defaultBehaviour({ frame: (_r, id) => challenge(id) }), {
+      stopWhen: (x) => x.state.status === 'running' && x.state.stage === 'frame-decision',
+    });
   const accept = (d: Driven) => {
-    const revised = goalContract({ goal_contract_id: 'gc-002', success_criteria: ['no billing downtime', 'auditor sign-off'], budget: { max_rounds: 1, max_time: '15m' } });
-    const ev = decide({ type: C.ReviseGoalContract, goal_contract: revised, frame_check_id: 'fc-1', actor: 'human-owner', now: d.now }, d.state);
+    const revised = goalContract({
+      goal_contract_id: 'gc-002',
+      success_criteria: ['no billing downtime', 'auditor sign-off'],
+      budget: { max_rounds: 1, max_time: '15m' },
+    });
+    const ev = decide(
+      { type: C.ReviseGoalContract, goal_contract: revised, frame_check_id: 'fc-1', actor: 'human-owner', now: d.now },
+      d.state,
+    );
     return { ...d, state: foldRun(ev, d.state), events: [...d.events, ...ev] };
   };
 
   it('given the revised contract is not comparable and no round is left, when the chair omits the challenge from dissent, then DISSENT_DROPPED', () => {
-    const d = drive(start(), defaultBehaviour({ decision: (req) => decisionFor(req, { unresolved_dissent: [] }) }), { from: accept(atFrameDecision()) });
+    const d = drive(start(), defaultBehaviour({ decision: (req) => decisionFor(req, { unresolved_dissent: [] }) }), {
+      from: accept(atFrameDecision()),
+    });
     expect(d.refusals.map((r) => r.error.code)).toContain('DISSENT_DROPPED');
     expect(terminal(d)?.terminal_state).not.toBe('decided');
   });
@@ -57,58 +79,92 @@ describe('spec 13 an accepted frame challenge with no round left to restart', ()
 
 describe('spec 17.3 consensus produced by participant failure', () => {
   /** Reviewers object to the skeptic's candidate only (round 1); the skeptic fails its review task. */
-  const skepticFailsWithIssuesOnIt = (decision?: (req: CouncilTaskRequest) => Record<string, unknown>): Behaviour => (req, id, st) => {
-    if (id === 'member-skeptic-01' && req.stage === 'review') return { kind: 'fail' };
-    const letter = letterOf(st as StartedRun, 'member-skeptic-01');
-    return defaultBehaviour({ issues: (ref, round) => (round === 1 && ref === `anon-${letter}-v1` ? [highIssue()] : []), ...(decision ? { decision } : {}) })(req, id, st);
-  };
+  const skepticFailsWithIssuesOnIt =
+    (decision?: (req: CouncilTaskRequest) => Record<string, unknown>): Behaviour =>
+    (req, id, st) => {
+      if (id === 'member-skeptic-01' && req.stage === 'review') return { kind: 'fail' };
+      const letter = letterOf(st as StartedRun, 'member-skeptic-01');
+      return defaultBehaviour({
+        issues: (ref, round) => (round === 1 && ref === `anon-${letter}-v1` ? [highIssue()] : []),
+        ...(decision ? { decision } : {}),
+      })(req, id, st);
+    };
 
-  it('given the only open issues are on a failed author\'s candidate, when the round is evaluated, then the stop reason says participant failure, not resolved', () => {
+  it("given the only open issues are on a failed author's candidate, when the round is evaluated, then the stop reason says participant failure, not resolved", () => {
     const d = drive(startCommand(), skepticFailsWithIssuesOnIt());
     const r1 = rounds(d)[0];
     expect(r1.stop_reason).toBe('participant-failure');
-    expect(r1.signals).toContainEqual(expect.objectContaining({ signal: 'consensus-by-participant-failure', member_ids: ['member-skeptic-01'] }));
+    expect(r1.signals).toContainEqual(
+      expect.objectContaining({ signal: 'consensus-by-participant-failure', member_ids: ['member-skeptic-01'] }),
+    );
     expect(r1.signals.map((s) => s.signal)).not.toContain('all-material-issues-resolved-or-retained');
     expect(r1.open_issue_ids).toHaveLength(2);
   });
 
   it('given that run, when the chair drops the orphaned issues, then DISSENT_DROPPED; when it keeps them, then decided-with-dissent', () => {
-    const dropped = drive(startCommand(), skepticFailsWithIssuesOnIt((req) => decisionFor(req, { unresolved_dissent: [] })));
+    const dropped = drive(
+      startCommand(),
+      skepticFailsWithIssuesOnIt((req) => decisionFor(req, { unresolved_dissent: [] })),
+    );
     expect(dropped.refusals.map((r) => r.error.code)).toContain('DISSENT_DROPPED');
     const kept = drive(startCommand(), skepticFailsWithIssuesOnIt());
     expect(kept.refusals).toEqual([]);
     expect(terminal(kept)?.terminal_state).toBe('decided-with-dissent');
     const synthesis = kept.requests.find((r) => r.stage === 'synthesis') as CouncilTaskRequest;
     // The chair sees the orphaned issues by blind refs only.
-    expect(synthesis.inputs['required_dissent']).toEqual([expect.stringMatching(/^review-\d+#issue-1$/), expect.stringMatching(/^review-\d+#issue-1$/)]);
+    expect(synthesis.inputs['required_dissent']).toEqual([
+      expect.stringMatching(/^review-\d+#issue-1$/),
+      expect.stringMatching(/^review-\d+#issue-1$/),
+    ]);
   });
 });
 
 describe('spec 7.1 the chair cannot re-scope the run on its own say-so', () => {
   const atFrameDecision = () =>
-    drive(startCommand({ panel: panel({ frameObserver: true }) }), defaultBehaviour({ frame: (_r, id) => challenge(id) }), { stopWhen: (x) => x.state.status === 'running' && x.state.stage === 'frame-decision' });
+    drive(startCommand({ panel: panel({ frameObserver: true }) }), defaultBehaviour({ frame: (_r, id) => challenge(id) }), {
+      stopWhen: (x) => x.state.status === 'running' && x.state.stage === 'frame-decision',
+    });
   const revise = (d: Driven, actor: string, overrides: Record<string, unknown>, frameCheckId?: string) => () =>
-    decide({ type: C.ReviseGoalContract, goal_contract: goalContract({ goal_contract_id: 'gc-002', ...overrides }), ...(frameCheckId ? { frame_check_id: frameCheckId } : {}), actor, now: d.now }, d.state);
+    decide(
+      {
+        type: C.ReviseGoalContract,
+        goal_contract: goalContract({ goal_contract_id: 'gc-002', ...overrides }),
+        ...(frameCheckId ? { frame_check_id: frameCheckId } : {}),
+        actor,
+        now: d.now,
+      },
+      d.state,
+    );
 
   it('given no frame challenge is accepted, when the chair changes the question, then NOT_AUTHORIZED_ROLE', () => {
     const d = drive(startCommand(), defaultBehaviour(), { stopWhen: (x) => x.requests.some((r) => r.stage === 'review') });
-    expect(revise(d, 'member-chair-01', { question: 'Should we rewrite billing?' })).toThrow(expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'frame_check_id' }));
+    expect(revise(d, 'member-chair-01', { question: 'Should we rewrite billing?' })).toThrow(
+      expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'frame_check_id' }),
+    );
   });
 
   it('given an open challenge, when the chair accepts it with a contract that forces a restart, then NOT_AUTHORIZED_ROLE (only the owner spends rounds)', () => {
     const d = atFrameDecision();
-    expect(revise(d, 'member-chair-01', { success_criteria: ['auditor sign-off'] }, 'fc-1')).toThrow(expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'goal_contract' }));
+    expect(revise(d, 'member-chair-01', { success_criteria: ['auditor sign-off'] }, 'fc-1')).toThrow(
+      expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'goal_contract' }),
+    );
   });
 
   it('given an open challenge, when the chair accepts it with a comparable refinement, or the owner revises anything, then it is recorded', () => {
     const d = atFrameDecision();
-    expect(revise(d, 'member-chair-01', { constraints: ['team of four', 'auditor review'] }, 'fc-1')()[0]).toMatchObject({ type: E.GoalContractRevised, data: { comparable: true, restart: false } });
-    expect(revise(d, 'human-owner', { question: 'Should we rewrite billing?' })()[0]).toMatchObject({ type: E.GoalContractRevised, data: { restart: true } });
+    expect(revise(d, 'member-chair-01', { constraints: ['team of four', 'auditor review'] }, 'fc-1')()[0]).toMatchObject({
+      type: E.GoalContractRevised,
+      data: { comparable: true, restart: false },
+    });
+    expect(revise(d, 'human-owner', { question: 'Should we rewrite billing?' })()[0]).toMatchObject({
+      type: E.GoalContractRevised,
+      data: { restart: true },
+    });
   });
 });
 
 describe('spec 17.3 the terminal record names the checkpoint the chair synthesised', () => {
-  it('given regression_tolerance 0.5 and a slightly worse last round at max_rounds, when the run ends, then the chair got the best checkpoint\'s candidates and the record names it', () => {
+  it("given regression_tolerance 0.5 and a slightly worse last round at max_rounds, when the run ends, then the chair got the best checkpoint's candidates and the record names it", () => {
     let n = 0;
     const d = drive(
       startCommand({ goal: goalContract({ budget: { max_rounds: 2, max_time: '15m' } }), policy: { regression_tolerance: 0.5 } }),
@@ -120,23 +176,31 @@ describe('spec 17.3 the terminal record names the checkpoint the chair synthesis
     expect(terminal(d)?.best_checkpoint_id).toBe('run-1:checkpoint:1');
   });
 
-  it('property: whatever the scores and tolerance, a recorded decision\'s terminal checkpoint holds exactly the candidates the chair was given', () => {
+  it("property: whatever the scores and tolerance, a recorded decision's terminal checkpoint holds exactly the candidates the chair was given", () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 8 }), { minLength: 4, maxLength: 4 }), fc.constantFrom(0, 0.25, 0.5, 1), fc.integer({ min: 1, max: 4 }), (scores, tolerance, maxRounds) => {
-        let n = 0;
-        const d = drive(
-          startCommand({ goal: goalContract({ budget: { max_rounds: maxRounds, max_time: '15m' } }), policy: { regression_tolerance: tolerance } }),
-          defaultBehaviour({ issues: () => [highIssue(`objection ${n++}`)], score: (_r, round) => scores[round - 1] / 2 }),
-        );
-        const st = run(d);
-        const t = terminal(d);
-        if (!st.decision || !t) return;
-        const cp = st.checkpoints.find((c) => c.checkpoint_id === t.best_checkpoint_id);
-        const synthesis = st.tasks[st.decision.task_id];
-        const shown = (synthesis.inputs['candidates'] as { candidate_ref: string }[]).map((c) => c.candidate_ref);
-        const blind = (id: string) => `anon-${st.lineages[st.candidates[id].lineage_id].letter}-v${st.candidates[id].candidate.version}`;
-        expect(cp?.candidate_ids.map(blind).sort()).toEqual([...shown].sort());
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 8 }), { minLength: 4, maxLength: 4 }),
+        fc.constantFrom(0, 0.25, 0.5, 1),
+        fc.integer({ min: 1, max: 4 }),
+        (scores, tolerance, maxRounds) => {
+          let n = 0;
+          const d = drive(
+            startCommand({
+              goal: goalContract({ budget: { max_rounds: maxRounds, max_time: '15m' } }),
+              policy: { regression_tolerance: tolerance },
+            }),
+            defaultBehaviour({ issues: () => [highIssue(`objection ${n++}`)], score: (_r, round) => scores[round - 1] / 2 }),
+          );
+          const st = run(d);
+          const t = terminal(d);
+          if (!st.decision || !t) return;
+          const cp = st.checkpoints.find((c) => c.checkpoint_id === t.best_checkpoint_id);
+          const synthesis = st.tasks[st.decision.task_id];
+          const shown = (synthesis.inputs['candidates'] as { candidate_ref: string }[]).map((c) => c.candidate_ref);
+          const blind = (id: string) => `anon-${st.lineages[st.candidates[id].lineage_id].letter}-v${st.candidates[id].candidate.version}`;
+          expect(cp?.candidate_ids.map(blind).sort()).toEqual([...shown].sort());
+        },
+      ),
       { numRuns: 40 },
     );
   });
@@ -149,7 +213,9 @@ describe('spec 18 chair failure on a high-risk run', () => {
     );
     expect(run(d).decision?.chair_member_id).toBe('member-chair-02');
     expect(terminal(d)?.terminal_state).toBe('decided');
-    expect(run(d).decision?.decision_record.member_failures).toEqual([expect.objectContaining({ member_id: 'member-chair-01', stage: 'synthesis' })]);
+    expect(run(d).decision?.decision_record.member_failures).toEqual([
+      expect.objectContaining({ member_id: 'member-chair-01', stage: 'synthesis' }),
+    ]);
   });
 
   it('given a high-risk run whose proposer fails, then it still stops rather than synthesise from an incomplete panel', () => {
@@ -172,7 +238,10 @@ describe('spec 14 the decision text cites only artifacts of the run', () => {
   });
 
   it('given a decision whose text cites blind refs of the run, when recorded, then it is accepted', () => {
-    const d = drive(startCommand(), defaultBehaviour({ decision: (req) => decisionFor(req, { decision: 'Adopt anon-A-v1 (Candidate A); review-1 agrees' }) }));
+    const d = drive(
+      startCommand(),
+      defaultBehaviour({ decision: (req) => decisionFor(req, { decision: 'Adopt anon-A-v1 (Candidate A); review-1 agrees' }) }),
+    );
     expect(d.refusals).toEqual([]);
     expect(terminal(d)?.terminal_state).toBe('decided');
   });
@@ -183,7 +252,10 @@ describe('spec 8.3 review ranking and blind_spot_candidate are stored as real id
     const d = drive(startCommand(), (req, id, st) => {
       if (req.stage !== 'review') return defaultBehaviour()(req, id, st);
       const refs = (req.inputs['candidates'] as { candidate_ref: string }[]).map((c) => c.candidate_ref);
-      return { kind: 'reply', artifact: reviewsFor(req, id).map((r) => ({ ...r, ranking: [...refs].reverse(), blind_spot_candidate: refs[0] })) };
+      return {
+        kind: 'reply',
+        artifact: reviewsFor(req, id).map((r) => ({ ...r, ranking: [...refs].reverse(), blind_spot_candidate: refs[0] })),
+      };
     });
     expect(d.refusals).toEqual([]);
     const st = run(d);
@@ -196,7 +268,9 @@ describe('spec 8.3 review ranking and blind_spot_candidate are stored as real id
 
   it('given a ranking that names a candidate the reviewer was not given, when submitted, then UNKNOWN_REFERENCE at the entry', () => {
     const d = drive(startCommand(), (req, id, st) =>
-      req.stage === 'review' ? { kind: 'reply', artifact: reviewsFor(req, id).map((r) => ({ ...r, ranking: [r['target_candidate_id'], 'anon-Q-v1'] })) } : defaultBehaviour()(req, id, st),
+      req.stage === 'review'
+        ? { kind: 'reply', artifact: reviewsFor(req, id).map((r) => ({ ...r, ranking: [r['target_candidate_id'], 'anon-Q-v1'] })) }
+        : defaultBehaviour()(req, id, st),
     );
     expect(d.refusals[0]?.error).toMatchObject({ code: 'UNKNOWN_REFERENCE', field: 'reviews[0].ranking[1]' });
   });
@@ -207,20 +281,38 @@ describe('spec 17.1 budgets count every spend, and tasks say what is left', () =
 
   it('given a member whose answer is refused, when it reported usage, then the spend counts against the budget and the refusal is in the RunRecord', () => {
     const d = drive(startCommand(), (req, id, st) =>
-      id === 'member-operator-01' && req.stage === 'proposal' ? { kind: 'reply', artifact: badCandidate(id), usage: { cost: 7, tokens: 700 } } : defaultBehaviour()(req, id, st),
+      id === 'member-operator-01' && req.stage === 'proposal'
+        ? { kind: 'reply', artifact: badCandidate(id), usage: { cost: 7, tokens: 700 } }
+        : defaultBehaviour()(req, id, st),
     );
     expect(run(d).usage).toEqual({ cost: 7, tokens: 700 });
     const rec = buildRunRecord(run(d));
-    expect(rec.refusals).toEqual([expect.objectContaining({ task_id: 'run-1:1:proposal:member-operator-01', member_id: 'member-operator-01', error: expect.objectContaining({ code: 'SCHEMA_VIOLATION' }) })]);
+    expect(rec.refusals).toEqual([
+      expect.objectContaining({
+        task_id: 'run-1:1:proposal:member-operator-01',
+        member_id: 'member-operator-01',
+        error: expect.objectContaining({ code: 'SCHEMA_VIOLATION' }),
+      }),
+    ]);
   });
 
   it('given a refused artifact never corrected, when the deadline passes, then the timeout failure names the refusal', () => {
-    const d = drive(startCommand(), (req, id, st) => (id === 'member-operator-01' && req.stage === 'proposal' ? { kind: 'reply', artifact: badCandidate(id) } : defaultBehaviour()(req, id, st)));
-    expect(run(d).failures[0]).toMatchObject({ member_id: 'member-operator-01', reason: 'timeout', detail: expect.stringMatching(/1 refused answer.*SCHEMA_VIOLATION/) });
+    const d = drive(startCommand(), (req, id, st) =>
+      id === 'member-operator-01' && req.stage === 'proposal'
+        ? { kind: 'reply', artifact: badCandidate(id) }
+        : defaultBehaviour()(req, id, st),
+    );
+    expect(run(d).failures[0]).toMatchObject({
+      member_id: 'member-operator-01',
+      reason: 'timeout',
+      detail: expect.stringMatching(/1 refused answer.*SCHEMA_VIOLATION/),
+    });
   });
 
   it('given a member that reports a failure with usage, when recorded, then the spend counts', () => {
-    const d = drive(startCommand(), (req, id, st) => (id === 'member-operator-01' && req.stage === 'proposal' ? { kind: 'fail', usage: { cost: 3 } } : defaultBehaviour()(req, id, st)));
+    const d = drive(startCommand(), (req, id, st) =>
+      id === 'member-operator-01' && req.stage === 'proposal' ? { kind: 'fail', usage: { cost: 3 } } : defaultBehaviour()(req, id, st),
+    );
     expect(run(d).usage.cost).toBe(3);
   });
 
@@ -232,7 +324,10 @@ describe('spec 17.1 budgets count every spend, and tasks say what is left', () =
   });
 
   it('given a run that has spent part of its budget, when a task is issued, then the request tells the member what is left', () => {
-    const d = drive(startCommand({ goal: goalContract({ budget: { max_rounds: 3, max_time: '15m', max_cost: 100, max_tokens: 1000 } }) }), defaultBehaviour({ usage: { cost: 10, tokens: 100 } }));
+    const d = drive(
+      startCommand({ goal: goalContract({ budget: { max_rounds: 3, max_time: '15m', max_cost: 100, max_tokens: 1000 } }) }),
+      defaultBehaviour({ usage: { cost: 10, tokens: 100 } }),
+    );
     const review = d.requests.find((r) => r.stage === 'review') as CouncilTaskRequest;
     expect(review.budget_remaining).toEqual({ rounds: 3, time_ms: 15 * 60_000, cost: 70, tokens: 700 });
     const proposal = d.requests.find((r) => r.stage === 'proposal') as CouncilTaskRequest;
@@ -241,17 +336,26 @@ describe('spec 17.1 budgets count every spend, and tasks say what is left', () =
 });
 
 describe('spec 7.1 and 11.2 who may do what to a run', () => {
-  const midRun = () => drive(startCommand({ policy: { observers: ['auditor-1'] } }), defaultBehaviour(), { stopWhen: (x) => x.requests.some((r) => r.stage === 'review') });
+  const midRun = () =>
+    drive(startCommand({ policy: { observers: ['auditor-1'] } }), defaultBehaviour(), {
+      stopWhen: (x) => x.requests.some((r) => r.stage === 'review'),
+    });
 
   it('given a GoalContract owned by human-owner, when someone else starts the run, then NOT_AUTHORIZED_ROLE', () => {
-    expect(() => decide({ ...startCommand(), actor: 'member-chair-01' } as never, { status: 'empty' })).toThrow(expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'goal_contract.decision_owner' }));
+    expect(() => decide({ ...startCommand(), actor: 'member-chair-01' } as never, { status: 'empty' })).toThrow(
+      expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'goal_contract.decision_owner' }),
+    );
   });
 
   it('given a running run, when a member interrupts it or records an outcome, then NOT_AUTHORIZED_ROLE; the owner may', () => {
     const d = midRun();
-    expect(() => decide({ type: C.InterruptRun, reason: 'stop', actor: 'member-chair-01', now: d.now }, d.state)).toThrow(expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'actor' }));
+    expect(() => decide({ type: C.InterruptRun, reason: 'stop', actor: 'member-chair-01', now: d.now }, d.state)).toThrow(
+      expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'actor' }),
+    );
     const outcome = { outcome_id: 'o-1', observed_at: d.now, summary: 'x', source: 'y' };
-    expect(() => decide({ type: C.RecordOutcome, outcome, actor: 'member-skeptic-01', now: d.now }, d.state)).toThrow(expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'actor' }));
+    expect(() => decide({ type: C.RecordOutcome, outcome, actor: 'member-skeptic-01', now: d.now }, d.state)).toThrow(
+      expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'actor' }),
+    );
     expect(decide({ type: C.RecordOutcome, outcome, actor: 'human-owner', now: d.now }, d.state)).toHaveLength(1);
   });
 
@@ -267,7 +371,7 @@ describe('spec 7.1 and 11.2 who may do what to a run', () => {
     }
   });
 
-  it('given an ended run, then only the owner\'s copy carries the mapping', () => {
+  it("given an ended run, then only the owner's copy carries the mapping", () => {
     const done = run(drive(startCommand({ policy: { observers: ['auditor-1'] } }), defaultBehaviour()));
     expect(runRecordFor(done, 'owner').anonymization.mapping).toHaveLength(3);
     for (const reader of ['chair', 'member', 'observer'] as const) expect(runRecordFor(done, reader).anonymization.mapping).toEqual([]);

@@ -44,7 +44,15 @@ export type SubmitTaskResult = {
   now: string;
   event_id?: string;
 };
-export type ReportTaskFailure = { type: typeof C.ReportTaskFailure; task_id: string; member_id: string; detail?: string; usage?: Usage; now: string; event_id?: string };
+export type ReportTaskFailure = {
+  type: typeof C.ReportTaskFailure;
+  task_id: string;
+  member_id: string;
+  detail?: string;
+  usage?: Usage;
+  now: string;
+  event_id?: string;
+};
 /** The edge refused a member's answer (the CouncilError of SubmitTaskResult): keep the trace and the spend. */
 export type RecordRefusedAnswer = {
   type: typeof C.RecordRefusedAnswer;
@@ -56,8 +64,22 @@ export type RecordRefusedAnswer = {
   event_id?: string;
 };
 export type ExpireTask = { type: typeof C.ExpireTask; task_id: string; now: string; event_id?: string };
-export type ReviseGoalContract = { type: typeof C.ReviseGoalContract; goal_contract: unknown; frame_check_id?: string; actor: string; now: string; event_id?: string };
-export type DeclineFrameChallenge = { type: typeof C.DeclineFrameChallenge; frame_check_id: string; reason: string; actor: string; now: string; event_id?: string };
+export type ReviseGoalContract = {
+  type: typeof C.ReviseGoalContract;
+  goal_contract: unknown;
+  frame_check_id?: string;
+  actor: string;
+  now: string;
+  event_id?: string;
+};
+export type DeclineFrameChallenge = {
+  type: typeof C.DeclineFrameChallenge;
+  frame_check_id: string;
+  reason: string;
+  actor: string;
+  now: string;
+  event_id?: string;
+};
 export type InterruptRun = { type: typeof C.InterruptRun; reason: string; actor: string; now: string; event_id?: string };
 export type RecordOutcome = { type: typeof C.RecordOutcome; outcome: unknown; actor: string; now: string; event_id?: string };
 
@@ -81,7 +103,16 @@ function envelope<T extends CouncilEvent['type'], D>(
   causation: string | null,
   data: D,
 ): CouncilEventEnvelope<T, D> {
-  return { event_id: eventId, type, schema_version: COUNCIL_EVENT_SCHEMA_VERSION, occurred_at: now, actor, causation_id: causation, correlation_id: runId, data };
+  return {
+    event_id: eventId,
+    type,
+    schema_version: COUNCIL_EVENT_SCHEMA_VERSION,
+    occurred_at: now,
+    actor,
+    causation_id: causation,
+    correlation_id: runId,
+    data,
+  };
 }
 
 function requireRunning(state: CouncilRunState): ActiveRun {
@@ -137,14 +168,19 @@ export function decideStartRun(command: StartRun, state: CouncilRunState): Counc
     if (command.event_id !== undefined && state.applied_event_ids[command.event_id]) return [];
     throw new CouncilError('RUN_ALREADY_STARTED', `run ${state.run_id} already started`);
   }
-  if (typeof command.run_id !== 'string' || !/^[A-Za-z0-9_.:-]+$/.test(command.run_id)) fail('run_id', 'must be a non-empty id of [A-Za-z0-9_.:-]');
+  if (typeof command.run_id !== 'string' || !/^[A-Za-z0-9_.:-]+$/.test(command.run_id))
+    fail('run_id', 'must be a non-empty id of [A-Za-z0-9_.:-]');
   if (typeof command.seed !== 'string' || command.seed === '') fail('seed', 'must be a non-empty string');
   const goal_contract = parseGoalContract(command.goal_contract, 'goal_contract');
   const panel = parsePanel(command.panel, 'panel');
   const policy = parseCouncilPolicy(command.policy, 'policy');
   // The run is the decision owner's: nobody starts a council in someone else's name.
   if (command.actor !== goal_contract.decision_owner) {
-    throw new CouncilError('NOT_AUTHORIZED_ROLE', `only the decision owner (${goal_contract.decision_owner}) starts a run on this GoalContract`, 'goal_contract.decision_owner');
+    throw new CouncilError(
+      'NOT_AUTHORIZED_ROLE',
+      `only the decision owner (${goal_contract.decision_owner}) starts a run on this GoalContract`,
+      'goal_contract.decision_owner',
+    );
   }
   // Controller is not Chair (7.1): the controller is never a panel member.
   if (panel.some((m) => m.member_id === policy.controller_id)) {
@@ -157,7 +193,8 @@ export function decideStartRun(command: StartRun, state: CouncilRunState): Counc
   const chairs = policy.chair_order.length ? policy.chair_order : panel.filter((m) => holdsRole(m, 'chair')).map((m) => m.member_id);
   chairs.forEach((id, i) => {
     const m = panel.find((x) => x.member_id === id);
-    if (!m || !holdsRole(m, 'chair')) throw new CouncilError('NOT_AUTHORIZED_ROLE', `${id} is not a panel member holding the chair role`, `policy.chair_order[${i}]`);
+    if (!m || !holdsRole(m, 'chair'))
+      throw new CouncilError('NOT_AUTHORIZED_ROLE', `${id} is not a panel member holding the chair role`, `policy.chair_order[${i}]`);
   });
   if (chairs.length === 0) throw new CouncilError('SCHEMA_VIOLATION', 'the panel needs a member holding the chair role', 'panel');
   const runId = command.run_id;
@@ -181,7 +218,8 @@ export function decideStartRun(command: StartRun, state: CouncilRunState): Counc
 function openTask(run: RunData, taskId: string, memberId: string | undefined, eventId: string): TaskRecord | null {
   const task = run.tasks[taskId];
   if (!task) throw new CouncilError('TASK_NOT_FOUND', `no task ${taskId}`, 'task_id');
-  if (memberId !== undefined && task.member_id !== memberId) throw new CouncilError('NOT_TASK_ASSIGNEE', `task ${taskId} belongs to another member`, 'member_id');
+  if (memberId !== undefined && task.member_id !== memberId)
+    throw new CouncilError('NOT_TASK_ASSIGNEE', `task ${taskId} belongs to another member`, 'member_id');
   if (task.status !== 'issued') {
     // A redelivered reply (same event id) is a no-op, not an error.
     if (task.settled_by === eventId) return null;
@@ -213,9 +251,12 @@ export function decideSubmitTaskResult(command: SubmitTaskResult, state: Council
   switch (task.stage) {
     case 'proposal': {
       const candidate = parseCandidateArtifact(command.artifact);
-      if (candidate.author_member_id !== member) throw new CouncilError('NOT_AUTHORIZED_ROLE', 'a candidate is authored by the member that submits it', 'author_member_id');
-      if (candidate.version !== 1 || candidate.parent_candidate_id !== null) throw new CouncilError('LINEAGE_MISMATCH', 'an initial candidate has version 1 and no parent', 'parent_candidate_id');
-      if (run.candidates[candidate.candidate_id]) throw new CouncilError('DUPLICATE_ARTIFACT', `candidate ${candidate.candidate_id} already exists`, 'candidate_id');
+      if (candidate.author_member_id !== member)
+        throw new CouncilError('NOT_AUTHORIZED_ROLE', 'a candidate is authored by the member that submits it', 'author_member_id');
+      if (candidate.version !== 1 || candidate.parent_candidate_id !== null)
+        throw new CouncilError('LINEAGE_MISMATCH', 'an initial candidate has version 1 and no parent', 'parent_candidate_id');
+      if (run.candidates[candidate.candidate_id])
+        throw new CouncilError('DUPLICATE_ARTIFACT', `candidate ${candidate.candidate_id} already exists`, 'candidate_id');
       return [ev(E.CandidateSubmitted, withUsage({ task_id: task.task_id, member_id: member, candidate }))];
     }
     case 'review': {
@@ -227,19 +268,37 @@ export function decideSubmitTaskResult(command: SubmitTaskResult, state: Council
       const reviews: ReviewArtifact[] = items.map((item, i) => {
         const path = single ? '' : `reviews[${i}]`;
         const review = parseReviewArtifact(item, path);
-        if (review.reviewer_member_id !== member) throw new CouncilError('NOT_AUTHORIZED_ROLE', 'a review is written by the member that submits it', join(path, 'reviewer_member_id'));
+        if (review.reviewer_member_id !== member)
+          throw new CouncilError(
+            'NOT_AUTHORIZED_ROLE',
+            'a review is written by the member that submits it',
+            join(path, 'reviewer_member_id'),
+          );
         const target = resolveArtifactRef(run, review.target_candidate_id);
-        if (target === undefined || !run.candidates[target]) throw new CouncilError('UNKNOWN_REFERENCE', `${review.target_candidate_id} is not a candidate of this run`, join(path, 'target_candidate_id'));
+        if (target === undefined || !run.candidates[target])
+          throw new CouncilError(
+            'UNKNOWN_REFERENCE',
+            `${review.target_candidate_id} is not a candidate of this run`,
+            join(path, 'target_candidate_id'),
+          );
         // 11.3: a proposer never scores its own candidate.
-        if (authorOf(run, target) === member) throw new CouncilError('SELF_REVIEW', 'a member cannot review its own candidate', join(path, 'target_candidate_id'));
-        if (!targets.has(target)) throw new CouncilError('UNKNOWN_REFERENCE', `${review.target_candidate_id} was not given to this reviewer`, join(path, 'target_candidate_id'));
-        if (run.reviews[review.review_id] || seen.has(review.review_id)) throw new CouncilError('DUPLICATE_ARTIFACT', `review ${review.review_id} already exists`, join(path, 'review_id'));
+        if (authorOf(run, target) === member)
+          throw new CouncilError('SELF_REVIEW', 'a member cannot review its own candidate', join(path, 'target_candidate_id'));
+        if (!targets.has(target))
+          throw new CouncilError(
+            'UNKNOWN_REFERENCE',
+            `${review.target_candidate_id} was not given to this reviewer`,
+            join(path, 'target_candidate_id'),
+          );
+        if (run.reviews[review.review_id] || seen.has(review.review_id))
+          throw new CouncilError('DUPLICATE_ARTIFACT', `review ${review.review_id} already exists`, join(path, 'review_id'));
         seen.add(review.review_id);
         const resolved: ReviewArtifact = { ...review, target_candidate_id: target };
         if (review.ranking) {
           resolved.ranking = review.ranking.map((ref, j) => {
             const id = resolveArtifactRef(run, ref);
-            if (id === undefined || !targets.has(id)) throw new CouncilError('UNKNOWN_REFERENCE', `${ref} is not a candidate given to this reviewer`, join(path, `ranking[${j}]`));
+            if (id === undefined || !targets.has(id))
+              throw new CouncilError('UNKNOWN_REFERENCE', `${ref} is not a candidate given to this reviewer`, join(path, `ranking[${j}]`));
             return id;
           });
         }
@@ -248,7 +307,11 @@ export function decideSubmitTaskResult(command: SubmitTaskResult, state: Council
           const id = resolveArtifactRef(run, review.blind_spot_candidate);
           if (id !== undefined && run.candidates[id]) resolved.blind_spot_candidate = id;
           else if (BLIND_CANDIDATE_REF.test(review.blind_spot_candidate)) {
-            throw new CouncilError('UNKNOWN_REFERENCE', `${review.blind_spot_candidate} is not a candidate of this run`, join(path, 'blind_spot_candidate'));
+            throw new CouncilError(
+              'UNKNOWN_REFERENCE',
+              `${review.blind_spot_candidate} is not a candidate of this run`,
+              join(path, 'blind_spot_candidate'),
+            );
           }
         }
         return resolved;
@@ -260,7 +323,8 @@ export function decideSubmitTaskResult(command: SubmitTaskResult, state: Council
       map.conflicts.forEach((c, i) => {
         c.positions = c.positions.map((p, j) => {
           const id = resolveArtifactRef(run, p);
-          if (id === undefined) throw new CouncilError('UNKNOWN_REFERENCE', `${p} is not an artifact of this run`, `conflicts[${i}].positions[${j}]`);
+          if (id === undefined)
+            throw new CouncilError('UNKNOWN_REFERENCE', `${p} is not an artifact of this run`, `conflicts[${i}].positions[${j}]`);
           return id;
         });
       });
@@ -268,30 +332,42 @@ export function decideSubmitTaskResult(command: SubmitTaskResult, state: Council
     }
     case 'frame-check': {
       const fc = parseFrameCheck(command.artifact);
-      if (fc.observer_member_id !== member) throw new CouncilError('NOT_AUTHORIZED_ROLE', 'a frame check is written by the member that submits it', 'observer_member_id');
-      if (run.frame_checks.some((f) => f.frame_check.frame_check_id === fc.frame_check_id)) throw new CouncilError('DUPLICATE_ARTIFACT', `frame check ${fc.frame_check_id} exists`, 'frame_check_id');
-      return [ev(E.FrameCheckRecorded, withUsage({ task_id: task.task_id, member_id: member, frame_check: fc, goal_contract_id: run.goal_contract.goal_contract_id }))];
+      if (fc.observer_member_id !== member)
+        throw new CouncilError('NOT_AUTHORIZED_ROLE', 'a frame check is written by the member that submits it', 'observer_member_id');
+      if (run.frame_checks.some((f) => f.frame_check.frame_check_id === fc.frame_check_id))
+        throw new CouncilError('DUPLICATE_ARTIFACT', `frame check ${fc.frame_check_id} exists`, 'frame_check_id');
+      return [
+        ev(
+          E.FrameCheckRecorded,
+          withUsage({ task_id: task.task_id, member_id: member, frame_check: fc, goal_contract_id: run.goal_contract.goal_contract_id }),
+        ),
+      ];
     }
     case 'revision': {
       const revision = parseRevisionArtifact(command.artifact);
       revision.responses = revision.responses.map((r, i) => {
         const id = resolveArtifactRef(run, r.review_issue);
-        if (id === undefined || !id.includes('#issue-')) throw new CouncilError('UNKNOWN_REFERENCE', `no review issue ${r.review_issue} in this run`, `responses[${i}].review_issue`);
+        if (id === undefined || !id.includes('#issue-'))
+          throw new CouncilError('UNKNOWN_REFERENCE', `no review issue ${r.review_issue} in this run`, `responses[${i}].review_issue`);
         return { ...r, review_issue: id };
       });
-      const request = run.revision_requests
-        .find((r) => r.round === task.round)
-        ?.requests.find((r) => r.author_member_id === member);
+      const request = run.revision_requests.find((r) => r.round === task.round)?.requests.find((r) => r.author_member_id === member);
       if (!request) throw new CouncilError('INVALID_STATE', 'no revision was requested from this member');
       checkRevisionAnswersSelectedIssues(run, revision, request, member);
       return [ev(E.RevisionSubmitted, withUsage({ task_id: task.task_id, member_id: member, revision }))];
     }
     case 'synthesis': {
-      if (!run.chair_order.includes(member)) throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the chair or its authorised fallback records a decision', 'member_id');
+      if (!run.chair_order.includes(member))
+        throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the chair or its authorised fallback records a decision', 'member_id');
       const parsed = parseDecisionRecord(command.artifact);
       const grounded = checkDecisionGrounding(run, parsed);
       checkDissentRetained(run, grounded);
-      return [ev(E.ChairDecisionRecorded, withUsage({ task_id: task.task_id, chair_member_id: member, decision_record: withDegradedFacts(run, grounded) }))];
+      return [
+        ev(
+          E.ChairDecisionRecorded,
+          withUsage({ task_id: task.task_id, chair_member_id: member, decision_record: withDegradedFacts(run, grounded) }),
+        ),
+      ];
     }
     default: {
       const _exhaustive: never = task.stage;
@@ -303,7 +379,9 @@ export function decideSubmitTaskResult(command: SubmitTaskResult, state: Council
 /** The real candidate ids a review task showed (from its blind refs). */
 function taskTargetIds(run: RunData, task: TaskRecord): string[] {
   const shown = Array.isArray(task.inputs['candidates']) ? (task.inputs['candidates'] as { candidate_ref?: string }[]) : [];
-  return shown.map((c) => (c.candidate_ref ? resolveArtifactRef(run, c.candidate_ref) : undefined)).filter((id): id is string => id !== undefined);
+  return shown
+    .map((c) => (c.candidate_ref ? resolveArtifactRef(run, c.candidate_ref) : undefined))
+    .filter((id): id is string => id !== undefined);
 }
 
 export function decideReportTaskFailure(command: ReportTaskFailure, state: CouncilRunState): CouncilEvent[] {
@@ -336,10 +414,12 @@ export function decideRecordRefusedAnswer(command: RecordRefusedAnswer, state: C
   const run = requireRunning(state);
   const task = run.tasks[command.task_id];
   if (!task) throw new CouncilError('TASK_NOT_FOUND', `no task ${command.task_id}`, 'task_id');
-  if (task.member_id !== command.member_id) throw new CouncilError('NOT_TASK_ASSIGNEE', `task ${command.task_id} belongs to another member`, 'member_id');
+  if (task.member_id !== command.member_id)
+    throw new CouncilError('NOT_TASK_ASSIGNEE', `task ${command.task_id} belongs to another member`, 'member_id');
   if (command.event_id !== undefined && run.applied_event_ids[command.event_id]) return [];
   const count = run.refusals.filter((r) => r.task_id === task.task_id).length;
-  if (count >= MAX_REFUSALS_PER_TASK) throw new CouncilError('INVALID_STATE', `task ${task.task_id} already has ${count} refused answers`, 'task_id');
+  if (count >= MAX_REFUSALS_PER_TASK)
+    throw new CouncilError('INVALID_STATE', `task ${task.task_id} already has ${count} refused answers`, 'task_id');
   const e = command.error;
   if (!e || typeof e.code !== 'string' || typeof e.message !== 'string') fail('error', 'must be {code, message, field?}');
   const usage = parseUsage(command.usage);
@@ -351,7 +431,17 @@ export function decideRecordRefusedAnswer(command: RecordRefusedAnswer, state: C
     error: { code: e.code, message: e.message, ...(e.field !== undefined ? { field: e.field } : {}) },
     ...(usage ? { usage } : {}),
   };
-  return [envelope(run.run_id, E.TaskAnswerRefused, command.event_id ?? `${task.task_id}:refused:${count + 1}`, command.now, task.member_id, task.task_id, data)];
+  return [
+    envelope(
+      run.run_id,
+      E.TaskAnswerRefused,
+      command.event_id ?? `${task.task_id}:refused:${count + 1}`,
+      command.now,
+      task.member_id,
+      task.task_id,
+      data,
+    ),
+  ];
 }
 
 /** A per-stage timeout from outside (a sweeper); same event id as the controller's, so never twice. */
@@ -360,7 +450,8 @@ export function decideExpireTask(command: ExpireTask, state: CouncilRunState): C
   const eventId = command.event_id ?? `${command.task_id}:timed-out`;
   const task = openTask(run, command.task_id, undefined, eventId);
   if (task === null) return [];
-  if (instantMs(command.now, 'now') < instantMs(task.deadline, 'deadline')) throw new CouncilError('TASK_NOT_DUE', `task ${task.task_id} is due at ${task.deadline}`, 'now');
+  if (instantMs(command.now, 'now') < instantMs(task.deadline, 'deadline'))
+    throw new CouncilError('TASK_NOT_DUE', `task ${task.task_id} is due at ${task.deadline}`, 'now');
   const data = { member_id: task.member_id, task_id: task.task_id, round: task.round, stage: task.stage, reason: 'timeout' as const };
   return [envelope(run.run_id, E.MemberFailed, eventId, command.now, run.policy.controller_id, task.task_id, data)];
 }
@@ -387,7 +478,11 @@ export function decideReviseGoalContract(command: ReviseGoalContract, state: Cou
     fail('goal_contract.goal_contract_id', 'a revision carries a new goal_contract_id');
   }
   if (who !== 'owner' && budgetChanged(previous, revised)) {
-    throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the decision owner changes the budget; the chair cannot extend the run', 'goal_contract.budget');
+    throw new CouncilError(
+      'NOT_AUTHORIZED_ROLE',
+      'only the decision owner changes the budget; the chair cannot extend the run',
+      'goal_contract.budget',
+    );
   }
   if (who !== 'owner' && revised.decision_owner !== previous.decision_owner) {
     throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the decision owner reassigns ownership', 'goal_contract.decision_owner');
@@ -396,16 +491,25 @@ export function decideReviseGoalContract(command: ReviseGoalContract, state: Cou
   if (command.frame_check_id !== undefined) {
     const fc = run.frame_checks.find((f) => f.frame_check.frame_check_id === command.frame_check_id);
     if (!fc) throw new CouncilError('UNKNOWN_REFERENCE', `no frame check ${command.frame_check_id}`, 'frame_check_id');
-    if (fc.status !== 'open') throw new CouncilError('INVALID_STATE', `frame check ${command.frame_check_id} is ${fc.status}`, 'frame_check_id');
+    if (fc.status !== 'open')
+      throw new CouncilError('INVALID_STATE', `frame check ${command.frame_check_id} is ${fc.status}`, 'frame_check_id');
     frameCheckId = command.frame_check_id;
   }
   const comparable = artifactsRemainComparable(previous, revised);
   if (who === 'chair' && frameCheckId === null) {
-    throw new CouncilError('NOT_AUTHORIZED_ROLE', 'the chair revises the GoalContract only to accept an open frame challenge; the owner revises it otherwise', 'frame_check_id');
+    throw new CouncilError(
+      'NOT_AUTHORIZED_ROLE',
+      'the chair revises the GoalContract only to accept an open frame challenge; the owner revises it otherwise',
+      'frame_check_id',
+    );
   }
   if (who === 'chair' && !comparable) {
     // A restart spends the run's rounds: a model cannot buy itself more rounds (7.1).
-    throw new CouncilError('NOT_AUTHORIZED_ROLE', 'a revision that makes the artifacts incomparable is the decision owner\'s to accept', 'goal_contract');
+    throw new CouncilError(
+      'NOT_AUTHORIZED_ROLE',
+      "a revision that makes the artifacts incomparable is the decision owner's to accept",
+      'goal_contract',
+    );
   }
   const roundLeft = run.round < revised.budget.max_rounds;
   const data = {
@@ -415,9 +519,21 @@ export function decideReviseGoalContract(command: ReviseGoalContract, state: Cou
     revised_by: command.actor,
     comparable,
     restart: !comparable && roundLeft,
-    ...(!comparable && !roundLeft ? { note: 'artifacts not comparable and no round left to restart; the decision must retain the challenge' } : {}),
+    ...(!comparable && !roundLeft
+      ? { note: 'artifacts not comparable and no round left to restart; the decision must retain the challenge' }
+      : {}),
   };
-  return [envelope(run.run_id, E.GoalContractRevised, command.event_id ?? `${run.run_id}:goal-contract:${revised.goal_contract_id}`, command.now, command.actor, frameCheckId, data)];
+  return [
+    envelope(
+      run.run_id,
+      E.GoalContractRevised,
+      command.event_id ?? `${run.run_id}:goal-contract:${revised.goal_contract_id}`,
+      command.now,
+      command.actor,
+      frameCheckId,
+      data,
+    ),
+  ];
 }
 
 export function decideDeclineFrameChallenge(command: DeclineFrameChallenge, state: CouncilRunState): CouncilEvent[] {
@@ -427,13 +543,22 @@ export function decideDeclineFrameChallenge(command: DeclineFrameChallenge, stat
   if (typeof command.reason !== 'string' || command.reason.trim() === '') fail('reason', 'a declined challenge needs a reason');
   const fc = run.frame_checks.find((f) => f.frame_check.frame_check_id === command.frame_check_id);
   if (!fc) throw new CouncilError('UNKNOWN_REFERENCE', `no frame check ${command.frame_check_id}`, 'frame_check_id');
-  if (fc.status !== 'open') throw new CouncilError('INVALID_STATE', `frame check ${command.frame_check_id} is ${fc.status}`, 'frame_check_id');
+  if (fc.status !== 'open')
+    throw new CouncilError('INVALID_STATE', `frame check ${command.frame_check_id} is ${fc.status}`, 'frame_check_id');
   return [
-    envelope(run.run_id, E.FrameChallengeDeclined, command.event_id ?? `${command.frame_check_id}:declined`, command.now, command.actor, command.frame_check_id, {
-      frame_check_id: command.frame_check_id,
-      declined_by: command.actor,
-      reason: command.reason,
-    }),
+    envelope(
+      run.run_id,
+      E.FrameChallengeDeclined,
+      command.event_id ?? `${command.frame_check_id}:declined`,
+      command.now,
+      command.actor,
+      command.frame_check_id,
+      {
+        frame_check_id: command.frame_check_id,
+        declined_by: command.actor,
+        reason: command.reason,
+      },
+    ),
   ];
 }
 
@@ -444,7 +569,8 @@ export function decideInterruptRun(command: InterruptRun, state: CouncilRunState
   if (typeof command.reason !== 'string' || command.reason.trim() === '') fail('reason', 'an interrupt states its reason');
   if (typeof command.actor !== 'string' || command.actor.trim() === '') fail('actor', 'an interrupt names who interrupted');
   // The human-interrupt boundary (17.1) is the owner's, not a member's or a bystander's.
-  if (command.actor !== run.goal_contract.decision_owner) throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the decision owner interrupts the run', 'actor');
+  if (command.actor !== run.goal_contract.decision_owner)
+    throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the decision owner interrupts the run', 'actor');
   return [
     envelope(run.run_id, E.RunTerminated, command.event_id ?? `${run.run_id}:terminated`, command.now, command.actor, run.last_event_id, {
       terminal_state: 'budget-exhausted-best-checkpoint' as const,
@@ -460,7 +586,8 @@ export function decideInterruptRun(command: InterruptRun, state: CouncilRunState
 export function decideRecordOutcome(command: RecordOutcome, state: CouncilRunState): CouncilEvent[] {
   if (state.status === 'empty') throw new CouncilError('RUN_NOT_FOUND', 'no such run');
   const run: StartedRun = state;
-  if (command.actor !== run.goal_contract.decision_owner) throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the decision owner records outcomes of its decision', 'actor');
+  if (command.actor !== run.goal_contract.decision_owner)
+    throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the decision owner records outcomes of its decision', 'actor');
   const o = record(command.outcome, 'outcome');
   const outcome = {
     outcome_id: str(o, 'outcome_id', 'outcome'),
@@ -472,6 +599,7 @@ export function decideRecordOutcome(command: RecordOutcome, state: CouncilRunSta
   instantMs(outcome.observed_at, 'outcome.observed_at');
   const eventId = command.event_id ?? `${run.run_id}:outcome:${outcome.outcome_id}`;
   if (run.applied_event_ids[eventId]) return [];
-  if (run.outcomes.some((x) => x.outcome_id === outcome.outcome_id)) throw new CouncilError('DUPLICATE_ARTIFACT', `outcome ${outcome.outcome_id} exists`, 'outcome.outcome_id');
+  if (run.outcomes.some((x) => x.outcome_id === outcome.outcome_id))
+    throw new CouncilError('DUPLICATE_ARTIFACT', `outcome ${outcome.outcome_id} exists`, 'outcome.outcome_id');
   return [envelope(run.run_id, E.OutcomeRecorded, eventId, command.now, command.actor, null, outcome)];
 }

@@ -104,7 +104,13 @@ export function parseDecisionRecord(input: unknown, path = ''): DecisionRecord {
       const fo = record(f, p);
       const round = fo['round'];
       if (typeof round !== 'number') fail(join(p, 'round'), 'must be a number');
-      return { member_id: str(fo, 'member_id', p), role: str(fo, 'role', p), stage: str(fo, 'stage', p), round, reason: str(fo, 'reason', p) };
+      return {
+        member_id: str(fo, 'member_id', p),
+        role: str(fo, 'role', p),
+        stage: str(fo, 'stage', p),
+        round,
+        reason: str(fo, 'reason', p),
+      };
     });
   }
   if (rec.selected_path !== NO_DECISION) {

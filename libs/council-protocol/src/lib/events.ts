@@ -200,7 +200,14 @@ export type MemberFailed = CouncilEventEnvelope<
 /** A member's answer the controller refused (the member may still correct it before the deadline). */
 export type TaskAnswerRefused = CouncilEventEnvelope<
   typeof COUNCIL_EVENT_TYPES.TaskAnswerRefused,
-  { task_id: string; member_id: string; round: number; stage: TaskStage; error: { code: string; message: string; field?: string }; usage?: Usage }
+  {
+    task_id: string;
+    member_id: string;
+    round: number;
+    stage: TaskStage;
+    error: { code: string; message: string; field?: string };
+    usage?: Usage;
+  }
 >;
 export type ChairDecisionRecorded = CouncilEventEnvelope<
   typeof COUNCIL_EVENT_TYPES.ChairDecisionRecorded,

@@ -25,7 +25,9 @@ export function quorumHolds(run: RunData): boolean {
 }
 
 /** One role fails: continue if quorum holds. All fail: stop. High risk: stop on any gap. */
-export type DegradedVerdict = { continue: true; degraded: boolean } | { continue: false; reason: 'below-quorum' | 'incomplete-panel-high-risk' };
+export type DegradedVerdict =
+  | { continue: true; degraded: boolean }
+  | { continue: false; reason: 'below-quorum' | 'incomplete-panel-high-risk' };
 
 export function degradedVerdict(run: RunData): DegradedVerdict {
   if (!quorumHolds(run)) return { continue: false, reason: 'below-quorum' };

@@ -48,6 +48,7 @@ export function parseFrameCheck(input: unknown, path = ''): FrameCheck {
   const inference = optStr(o, 'inference', path);
   if (inference !== undefined) challenge.inference = inference;
   // "evidence or explicit inference": a challenge with neither is unsourced.
-  if (challenge.evidence_refs.length === 0 && inference === undefined) fail(join(path, 'evidence_refs'), 'a frame-challenge needs evidence_refs or an explicit inference');
+  if (challenge.evidence_refs.length === 0 && inference === undefined)
+    fail(join(path, 'evidence_refs'), 'a frame-challenge needs evidence_refs or an explicit inference');
   return challenge;
 }

@@ -22,10 +22,7 @@ export function stringsIn(value: unknown): string[] {
  * Independence check over what a proposer was given: none of the other candidates' ids, and
  * none of their positions, may appear in its inputs. Returns the offending references.
  */
-export function independenceViolations(
-  inputs: unknown,
-  others: readonly { candidate_id: string; position?: string }[],
-): string[] {
+export function independenceViolations(inputs: unknown, others: readonly { candidate_id: string; position?: string }[]): string[] {
   const text = stringsIn(inputs);
   const found: string[] = [];
   for (const o of others) {
@@ -41,9 +38,7 @@ export function proposalsWereIndependent(run: RunData): boolean {
     .map((id) => run.tasks[id])
     .filter((t) => t.stage === 'proposal')
     .every((t) => {
-      const others = run.candidate_order
-        .map((id) => run.candidates[id].candidate)
-        .filter((c) => c.author_member_id !== t.member_id);
+      const others = run.candidate_order.map((id) => run.candidates[id].candidate).filter((c) => c.author_member_id !== t.member_id);
       return independenceViolations(t.inputs, others).length === 0;
     });
 }

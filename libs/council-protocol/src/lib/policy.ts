@@ -78,9 +78,11 @@ export function parseCouncilPolicy(input: unknown, path = 'policy'): CouncilPoli
   p.plateau_rounds = optNum(o, 'plateau_rounds', path, { min: 1, integer: true }) ?? p.plateau_rounds;
   p.regression_tolerance = optNum(o, 'regression_tolerance', path, { min: 0 }) ?? p.regression_tolerance;
   p.max_issues_per_candidate = optNum(o, 'max_issues_per_candidate', path, { min: 1, integer: true }) ?? p.max_issues_per_candidate;
-  p.stop_high_risk_on_missing_perspective = optBool(o, 'stop_high_risk_on_missing_perspective', path) ?? p.stop_high_risk_on_missing_perspective;
+  p.stop_high_risk_on_missing_perspective =
+    optBool(o, 'stop_high_risk_on_missing_perspective', path) ?? p.stop_high_risk_on_missing_perspective;
   if (o['controller_id'] !== undefined) {
-    if (typeof o['controller_id'] !== 'string' || o['controller_id'] === '') fail(join(path, 'controller_id'), 'must be a non-empty string');
+    if (typeof o['controller_id'] !== 'string' || o['controller_id'] === '')
+      fail(join(path, 'controller_id'), 'must be a non-empty string');
     p.controller_id = o['controller_id'];
   }
   if (o['chair_order'] !== undefined) p.chair_order = strings(o, 'chair_order', path);
@@ -92,4 +94,3 @@ export function parseCouncilPolicy(input: unknown, path = 'policy'): CouncilPoli
 export function stageTimeoutMs(policy: CouncilPolicy, stage: TaskStage | 'frame-decision'): number {
   return policy.stage_timeouts_ms[stage] ?? policy.stage_timeout_ms;
 }
-

@@ -9,7 +9,9 @@ import { defaultBehaviour, drive, member, startCommand } from '../testing/counci
 describe('spec 11.1 blind surface: scrubbing member ids', () => {
   it('given single-letter member ids, when a text with blind refs is scrubbed, then the refs survive and the ids go', () => {
     const text = 'anon-A-v1 beats anon-B-v2 (review-3#issue-1); Candidate A was written by A and cand-b-v1 by b';
-    expect(scrubMemberIds(text, ['A', 'B', 'a', 'b'])).toBe('anon-A-v1 beats anon-B-v2 (review-3#issue-1); Candidate A was written by [member] and cand-[member]-v1 by [member]');
+    expect(scrubMemberIds(text, ['A', 'B', 'a', 'b'])).toBe(
+      'anon-A-v1 beats anon-B-v2 (review-3#issue-1); Candidate A was written by [member] and cand-[member]-v1 by [member]',
+    );
   });
 
   it('given an id inside a longer word, when scrubbed, then the word is kept (ids are whole parts, not substrings)', () => {
@@ -33,18 +35,25 @@ describe('spec 11.1 blind surface: scrubbing member ids', () => {
 
   it('property: for any member ids, scrubbing never corrupts an anonymous ref and leaves no member id behind', () => {
     fc.assert(
-      fc.property(fc.uniqueArray(idArb, { minLength: 1, maxLength: 6 }), fc.array(fc.oneof(refArb, idArb, fc.constantFrom('and', 'by', ',', 'the')), { maxLength: 20 }), (ids, words) => {
-        const text = words.join(' ');
-        const out = scrubMemberIds(text, ids);
-        expect(blindRefs(out)).toEqual(blindRefs(text));
-        for (const id of ids) expect(mentionsMemberId(out.replace(/anon-[A-Z]+-v\d+|review-\d+(?:#issue-\d+)?|Candidate [A-Z]+/g, ' '), id)).toBe(false);
-      }),
+      fc.property(
+        fc.uniqueArray(idArb, { minLength: 1, maxLength: 6 }),
+        fc.array(fc.oneof(refArb, idArb, fc.constantFrom('and', 'by', ',', 'the')), { maxLength: 20 }),
+        (ids, words) => {
+          const text = words.join(' ');
+          const out = scrubMemberIds(text, ids);
+          expect(blindRefs(out)).toEqual(blindRefs(text));
+          for (const id of ids)
+            expect(mentionsMemberId(out.replace(/anon-[A-Z]+-v\d+|review-\d+(?:#issue-\d+)?|Candidate [A-Z]+/g, ' '), id)).toBe(false);
+        },
+      ),
     );
   });
 
   it('given a member id shaped like a blind ref, when the descriptor is parsed, then SCHEMA_VIOLATION on member_id', () => {
     for (const id of ['anon-A-v1', 'review-2']) {
-      expect(() => parseMemberDescriptor({ ...member('x'), member_id: id }, 'panel[0]')).toThrow(expect.objectContaining({ code: 'SCHEMA_VIOLATION', field: 'panel[0].member_id' }));
+      expect(() => parseMemberDescriptor({ ...member('x'), member_id: id }, 'panel[0]')).toThrow(
+        expect.objectContaining({ code: 'SCHEMA_VIOLATION', field: 'panel[0].member_id' }),
+      );
     }
   });
 

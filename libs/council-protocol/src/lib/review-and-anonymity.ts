@@ -103,7 +103,14 @@ export interface BlindReview {
   target_ref: string;
   rubric_scores: Record<string, number>;
   strengths: string[];
-  material_issues: { issue_ref: string; claim: string; evidence_refs: string[]; severity: string; revision_request: string; could_change?: string[] }[];
+  material_issues: {
+    issue_ref: string;
+    claim: string;
+    evidence_refs: string[];
+    severity: string;
+    revision_request: string;
+    could_change?: string[];
+  }[];
 }
 
 /** A review as the moderator and chair see it: no reviewer id, blind refs only. */
@@ -155,7 +162,9 @@ function idPartPattern(ids: readonly string[]): RegExp | null {
 }
 
 function scrubText(text: string, part: RegExp): string {
-  return text.replace(BLIND_OR_TOKEN, (word: string, blind: string | undefined) => (blind !== undefined ? word : word.replace(part, '[member]')));
+  return text.replace(BLIND_OR_TOKEN, (word: string, blind: string | undefined) =>
+    blind !== undefined ? word : word.replace(part, '[member]'),
+  );
 }
 
 /**

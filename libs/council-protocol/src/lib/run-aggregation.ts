@@ -33,7 +33,9 @@ export interface CapabilityEstimate {
 }
 
 function usable(input: AggregationInput): ReviewArtifact[] {
-  return input.reviews.filter((r) => input.candidate_ids.includes(r.target_candidate_id) && input.authors[r.target_candidate_id] !== r.reviewer_member_id);
+  return input.reviews.filter(
+    (r) => input.candidate_ids.includes(r.target_candidate_id) && input.authors[r.target_candidate_id] !== r.reviewer_member_id,
+  );
 }
 
 const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -54,7 +56,9 @@ export const bordaCount: AggregationPolicy = {
       const order =
         explicit && explicit.length
           ? explicit
-          : [...reviews].sort((a, b) => (meanRubricScore(b) ?? 0) - (meanRubricScore(a) ?? 0) || byId(a.target_candidate_id, b.target_candidate_id)).map((r) => r.target_candidate_id);
+          : [...reviews]
+              .sort((a, b) => (meanRubricScore(b) ?? 0) - (meanRubricScore(a) ?? 0) || byId(a.target_candidate_id, b.target_candidate_id))
+              .map((r) => r.target_candidate_id);
       order.forEach((id, pos) => (points[id] += order.length - 1 - pos));
     }
     const ranking = Object.entries(points)

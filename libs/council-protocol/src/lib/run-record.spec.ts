@@ -9,7 +9,10 @@ import { defaultBehaviour, drive, highIssue, startCommand } from '../testing/cou
  */
 const codes = (rec: unknown) => validateRunRecord(rec).problems.map((p) => `${p.code} ${p.path}`);
 const serviceRecord = () => {
-  const d = drive(startCommand(), defaultBehaviour({ issues: (_r, round) => (round === 1 ? [highIssue()] : []), score: (_r, round) => 2 + round }));
+  const d = drive(
+    startCommand(),
+    defaultBehaviour({ issues: (_r, round) => (round === 1 ? [highIssue()] : []), score: (_r, round) => 2 + round }),
+  );
   return JSON.parse(JSON.stringify(buildRunRecord(d.state as StartedRun))) as Record<string, unknown>;
 };
 
@@ -27,11 +30,14 @@ describe('spec 8.7 RunRecord: what the controller records', () => {
 });
 
 describe('checklist 22 per level: the offline validator', () => {
-  it.each(['budgets', 'timing', 'controller_decisions', 'rounds', 'checkpoints', 'failures', 'policy'])('given a council:L3 record without %s, when validated, then MISSING_SECTION names it', (section) => {
-    const rec = serviceRecord();
-    delete rec[section];
-    expect(codes(rec)).toContain(`MISSING_SECTION ${section}`);
-  });
+  it.each(['budgets', 'timing', 'controller_decisions', 'rounds', 'checkpoints', 'failures', 'policy'])(
+    'given a council:L3 record without %s, when validated, then MISSING_SECTION names it',
+    (section) => {
+      const rec = serviceRecord();
+      delete rec[section];
+      expect(codes(rec)).toContain(`MISSING_SECTION ${section}`);
+    },
+  );
 
   it('given a council:L3 record whose controller is a panel member, when validated, then CONTROLLER_NOT_DISTINCT (check 9)', () => {
     const rec = serviceRecord();
@@ -49,7 +55,9 @@ describe('checklist 22 per level: the offline validator', () => {
 
   it('given a revision with no responses, when validated, then UNANSWERED_ISSUE for the requested issue (check 6)', () => {
     const rec = serviceRecord();
-    const revision = (rec['artifacts'] as { candidates: Record<string, unknown>[] }).candidates.find((c) => c['parent_candidate_id'] !== null) as Record<string, unknown>;
+    const revision = (rec['artifacts'] as { candidates: Record<string, unknown>[] }).candidates.find(
+      (c) => c['parent_candidate_id'] !== null,
+    ) as Record<string, unknown>;
     revision['responses'] = [];
     expect(codes(rec).some((c) => c.startsWith('UNANSWERED_ISSUE artifacts.candidates['))).toBe(true);
   });
@@ -75,5 +83,4 @@ describe('checklist 22 per level: the offline validator', () => {
     none['decision_record'] = null;
     expect(codes(none)).toContain('MISSING_SECTION decision_record');
   });
-
 });

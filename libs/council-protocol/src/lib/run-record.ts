@@ -10,7 +10,15 @@ import { GoalContractBudget } from './goal-contract';
 import { MemberDescriptor } from './member-descriptor';
 import { ReviewArtifact } from './review-artifact';
 import { CouncilPolicy } from './policy';
-import { ControllerDecisionNote, GoalContractRevision, MemberFailureRecord, RefusalRecord, RevisionRequestRecord, RoundRecord, StartedRun } from './state';
+import {
+  ControllerDecisionNote,
+  GoalContractRevision,
+  MemberFailureRecord,
+  RefusalRecord,
+  RevisionRequestRecord,
+  RoundRecord,
+  StartedRun,
+} from './state';
 import { CouncilError } from './errors';
 import { clone, instantMs } from './validation';
 
@@ -127,12 +135,24 @@ export function buildRunRecord(run: StartedRun): RunRecord {
     },
     lineage: run.lineage_order.map((id) => {
       const l = run.lineages[id];
-      return l.label === undefined ? { lineage_id: l.lineage_id, author_member_id: l.author_member_id, versions: l.versions } : { lineage_id: l.lineage_id, author_member_id: l.author_member_id, label: l.label, versions: l.versions };
+      return l.label === undefined
+        ? { lineage_id: l.lineage_id, author_member_id: l.author_member_id, versions: l.versions }
+        : { lineage_id: l.lineage_id, author_member_id: l.author_member_id, label: l.label, versions: l.versions };
     }),
     anonymization: { restricted: true, mapping: run.anonymization },
     tasks: run.task_order.map((id) => {
       const t = run.tasks[id];
-      return { task_id: t.task_id, member_id: t.member_id, round: t.round, stage: t.stage, role: t.role, issued_at: t.issued_at, deadline: t.deadline, status: t.status, inputs: t.inputs };
+      return {
+        task_id: t.task_id,
+        member_id: t.member_id,
+        round: t.round,
+        stage: t.stage,
+        role: t.role,
+        issued_at: t.issued_at,
+        deadline: t.deadline,
+        status: t.status,
+        inputs: t.inputs,
+      };
     }),
     budgets: {
       budget: run.goal_contract.budget,
@@ -155,7 +175,12 @@ export function buildRunRecord(run: StartedRun): RunRecord {
     decision_record: run.decision?.decision_record ?? null,
     terminal:
       run.status === 'terminated'
-        ? { terminal_state: run.terminal.terminal_state, reason: run.terminal.reason, at: run.terminal.at, ...(run.terminal.note ? { note: run.terminal.note } : {}) }
+        ? {
+            terminal_state: run.terminal.terminal_state,
+            reason: run.terminal.reason,
+            at: run.terminal.at,
+            ...(run.terminal.note ? { note: run.terminal.note } : {}),
+          }
         : null,
     outcomes: run.outcomes,
   });

@@ -25,7 +25,16 @@ export function manualRunRecord(): Record<string, unknown> {
     level: 'council:L2',
     participants: [agent, critic],
     independence_groups: { 'shared-model-a': ['solo-agent', 'solo-agent-critic-phase'] },
-    goal_contract_revisions: [{ goal_contract: goalContract(), revised_at: '2026-08-03T10:00:00Z', revised_by: 'human-owner', frame_check_id: null, comparable: true, restarted: false }],
+    goal_contract_revisions: [
+      {
+        goal_contract: goalContract(),
+        revised_at: '2026-08-03T10:00:00Z',
+        revised_by: 'human-owner',
+        frame_check_id: null,
+        comparable: true,
+        restarted: false,
+      },
+    ],
     artifacts: {
       candidates: [a, b, a2],
       reviews: [
@@ -41,18 +50,59 @@ export function manualRunRecord(): Record<string, unknown> {
       conflict_maps: [
         {
           conflict_map_id: 'cm-1',
-          conflicts: [{ conflict_id: 'conflict-01', type: 'time-horizon', positions: ['cand-A-v2', 'cand-B-v1'], description: 'now vs next quarter', discriminating_evidence: 'Q4 load forecast', decision_impact: 'high', status: 'unresolved' }],
+          conflicts: [
+            {
+              conflict_id: 'conflict-01',
+              type: 'time-horizon',
+              positions: ['cand-A-v2', 'cand-B-v1'],
+              description: 'now vs next quarter',
+              discriminating_evidence: 'Q4 load forecast',
+              decision_impact: 'high',
+              status: 'unresolved',
+            },
+          ],
         },
       ],
       frame_checks: [],
     },
-    anonymization: { restricted: true, mapping: [{ label: 'Candidate A', letter: 'A', lineage_id: 'cand-A-v1', author_member_id: 'solo-agent' }, { label: 'Candidate B', letter: 'B', lineage_id: 'cand-B-v1', author_member_id: 'solo-agent' }] },
+    anonymization: {
+      restricted: true,
+      mapping: [
+        { label: 'Candidate A', letter: 'A', lineage_id: 'cand-A-v1', author_member_id: 'solo-agent' },
+        { label: 'Candidate B', letter: 'B', lineage_id: 'cand-B-v1', author_member_id: 'solo-agent' },
+      ],
+    },
     tasks: [
-      { task_id: 'p1', member_id: 'solo-agent', round: 1, stage: 'proposal', candidate_id: 'cand-A-v1', inputs: { goal_contract: goalContract() } },
-      { task_id: 'p2', member_id: 'solo-agent', round: 1, stage: 'proposal', candidate_id: 'cand-B-v1', inputs: { goal_contract: goalContract(), stance: 'reset: argue from operations' } },
-      { task_id: 'r1', member_id: 'solo-agent', round: 1, stage: 'review', inputs: { candidates: [{ candidate_ref: 'anon-A-v1', position: 'Two-phase migration' }] } },
+      {
+        task_id: 'p1',
+        member_id: 'solo-agent',
+        round: 1,
+        stage: 'proposal',
+        candidate_id: 'cand-A-v1',
+        inputs: { goal_contract: goalContract() },
+      },
+      {
+        task_id: 'p2',
+        member_id: 'solo-agent',
+        round: 1,
+        stage: 'proposal',
+        candidate_id: 'cand-B-v1',
+        inputs: { goal_contract: goalContract(), stance: 'reset: argue from operations' },
+      },
+      {
+        task_id: 'r1',
+        member_id: 'solo-agent',
+        round: 1,
+        stage: 'review',
+        inputs: { candidates: [{ candidate_ref: 'anon-A-v1', position: 'Two-phase migration' }] },
+      },
     ],
-    revision_requests: [{ round: 2, requests: [{ target_candidate_id: 'cand-A-v1', author_member_id: 'solo-agent', issues: [{ issue_id: 'rev-on-A-v1#issue-1' }] }] }],
+    revision_requests: [
+      {
+        round: 2,
+        requests: [{ target_candidate_id: 'cand-A-v1', author_member_id: 'solo-agent', issues: [{ issue_id: 'rev-on-A-v1#issue-1' }] }],
+      },
+    ],
     decision_record: {
       decision_id: 'decision-001',
       goal_contract_id: 'gc-001',
@@ -81,7 +131,12 @@ describe('spec 19.1 single-agent manual Council: validateRunRecord offline (chec
   it('given a RunRecord written by one agent in separated phases, when validated, then it is valid with counts', () => {
     const report = validateRunRecord(manualRunRecord());
     expect(report.problems).toEqual([]);
-    expect(report).toMatchObject({ valid: true, level: 'council:L2', terminal_state: 'decided-with-dissent', counts: { candidates: 2, revisions: 1, reviews: 1, conflict_maps: 1 } });
+    expect(report).toMatchObject({
+      valid: true,
+      level: 'council:L2',
+      terminal_state: 'decided-with-dissent',
+      counts: { candidates: 2, revisions: 1, reviews: 1, conflict_maps: 1 },
+    });
   });
   it('given the record as a JSON string, when validated, then it is parsed; given garbage, then a problem, never a throw', () => {
     expect(validateRunRecord(JSON.stringify(manualRunRecord())).valid).toBe(true);
@@ -132,11 +187,15 @@ describe('spec 19.1 single-agent manual Council: validateRunRecord offline (chec
     const arts = rec['artifacts'] as Record<string, unknown[]>;
     arts['candidates'] = [arts['candidates'][0]];
     arts['conflict_maps'] = [];
-    expect(codes(rec)).toEqual(expect.arrayContaining(['TOO_FEW_CANDIDATES artifacts.candidates', 'MISSING_CONFLICT_MAP artifacts.conflict_maps']));
+    expect(codes(rec)).toEqual(
+      expect.arrayContaining(['TOO_FEW_CANDIDATES artifacts.candidates', 'MISSING_CONFLICT_MAP artifacts.conflict_maps']),
+    );
   });
   it('given an invalid artifact inside, when validated, then the problem names its nested field', () => {
     const rec = manualRunRecord();
-    (rec['artifacts'] as { reviews: Record<string, unknown>[] }).reviews[0]['material_issues'] = [{ claim: 'x', severity: 'huge', revision_request: 'y' }];
+    (rec['artifacts'] as { reviews: Record<string, unknown>[] }).reviews[0]['material_issues'] = [
+      { claim: 'x', severity: 'huge', revision_request: 'y' },
+    ];
     expect(codes(rec)).toContain('SCHEMA_VIOLATION artifacts.reviews[0].material_issues[0].severity');
   });
 });
@@ -153,7 +212,15 @@ describe('spec 15.2 run aggregation (council:L4, optional): current-run artifact
   const input = {
     candidate_ids: ['A', 'B', 'C'],
     authors: { A: 'a', B: 'b', C: 'c' },
-    reviews: [rev('b', 'A', 4, 2), rev('c', 'A', 4, 2), rev('a', 'B', 3, 4), rev('c', 'B', 3, 4), rev('a', 'C', 2, 1), rev('b', 'C', 2, 1), rev('a', 'A', 5, 5)],
+    reviews: [
+      rev('b', 'A', 4, 2),
+      rev('c', 'A', 4, 2),
+      rev('a', 'B', 3, 4),
+      rev('c', 'B', 3, 4),
+      rev('a', 'C', 2, 1),
+      rev('b', 'C', 2, 1),
+      rev('a', 'A', 5, 5),
+    ],
   };
   it('given rubric reviews, when Borda-counted, then each reviewer ranks what it reviewed (B beats A on two of three ballots) and self-scores are ignored', () => {
     const r = bordaCount.aggregate(input);

@@ -106,7 +106,8 @@ export function validateRunRecord(json: unknown): RunRecordReport {
 
   // Level
   let level: CouncilLevel | null = null;
-  if (typeof rec['level'] === 'string' && (COUNCIL_LEVELS as readonly string[]).includes(rec['level'])) level = rec['level'] as CouncilLevel;
+  if (typeof rec['level'] === 'string' && (COUNCIL_LEVELS as readonly string[]).includes(rec['level']))
+    level = rec['level'] as CouncilLevel;
   else add('SCHEMA_VIOLATION', 'level', `must be one of ${COUNCIL_LEVELS.join(' | ')}`);
   const lvl = level ? levelNumber(level) : 0;
 
@@ -161,11 +162,13 @@ export function validateRunRecord(json: unknown): RunRecordReport {
     const parent = byId.get(c.parent_candidate_id);
     if (!parent) add('LINEAGE_MISMATCH', `${path}.parent_candidate_id`, `parent ${c.parent_candidate_id} is not in the record`);
     else {
-      if (parent.author_member_id !== c.author_member_id) add('LINEAGE_MISMATCH', `${path}.author_member_id`, 'a revision keeps its parent author');
+      if (parent.author_member_id !== c.author_member_id)
+        add('LINEAGE_MISMATCH', `${path}.author_member_id`, 'a revision keeps its parent author');
       if (c.version !== parent.version + 1) add('LINEAGE_MISMATCH', `${path}.version`, `expected version ${parent.version + 1}`);
     }
     (responsesOf.get(c.candidate_id) ?? []).forEach((r, j) => {
-      if (!issueIds.has(r.review_issue)) add('UNKNOWN_REFERENCE', `${path}.responses[${j}].review_issue`, `no review issue ${r.review_issue} in the record`);
+      if (!issueIds.has(r.review_issue))
+        add('UNKNOWN_REFERENCE', `${path}.responses[${j}].review_issue`, `no review issue ${r.review_issue} in the record`);
     });
   });
 
@@ -173,10 +176,20 @@ export function validateRunRecord(json: unknown): RunRecordReport {
   const memberIds = new Set(participants.map((p) => p.member_id));
   if (participants.length > 0) {
     candidates.forEach((c, i) => {
-      if (!memberIds.has(c.author_member_id)) add('UNKNOWN_PARTICIPANT', `artifacts.candidates[${i}].author_member_id`, `${c.author_member_id} is not a participant of the record`);
+      if (!memberIds.has(c.author_member_id))
+        add(
+          'UNKNOWN_PARTICIPANT',
+          `artifacts.candidates[${i}].author_member_id`,
+          `${c.author_member_id} is not a participant of the record`,
+        );
     });
     reviews.forEach((r, i) => {
-      if (!memberIds.has(r.reviewer_member_id)) add('UNKNOWN_PARTICIPANT', `artifacts.reviews[${i}].reviewer_member_id`, `${r.reviewer_member_id} is not a participant of the record`);
+      if (!memberIds.has(r.reviewer_member_id))
+        add(
+          'UNKNOWN_PARTICIPANT',
+          `artifacts.reviews[${i}].reviewer_member_id`,
+          `${r.reviewer_member_id} is not a participant of the record`,
+        );
     });
   }
 
@@ -185,20 +198,33 @@ export function validateRunRecord(json: unknown): RunRecordReport {
   const revisions = candidates.filter((c) => c.parent_candidate_id !== null);
   if (lvl >= 2) {
     revisions.forEach((c) => {
-      if ((responsesOf.get(c.candidate_id) ?? []).length === 0) add('UNANSWERED_ISSUE', `artifacts.candidates[${revisionIndex.get(c.candidate_id)}].responses`, 'a revision answers the review issues it was asked about');
+      if ((responsesOf.get(c.candidate_id) ?? []).length === 0)
+        add(
+          'UNANSWERED_ISSUE',
+          `artifacts.candidates[${revisionIndex.get(c.candidate_id)}].responses`,
+          'a revision answers the review issues it was asked about',
+        );
     });
-    if (revisions.length > 0 && rec['revision_requests'] === undefined) add('MISSING_SECTION', 'revision_requests', 'record which issues each revision round asked about');
+    if (revisions.length > 0 && rec['revision_requests'] === undefined)
+      add('MISSING_SECTION', 'revision_requests', 'record which issues each revision round asked about');
     (rec['revision_requests'] === undefined ? [] : list('revision_requests')).forEach((round, i) => {
-      if (!isRecord(round) || !Array.isArray(round['requests'])) return add('SCHEMA_VIOLATION', `revision_requests[${i}]`, 'must be {round, requests: [...]}');
+      if (!isRecord(round) || !Array.isArray(round['requests']))
+        return add('SCHEMA_VIOLATION', `revision_requests[${i}]`, 'must be {round, requests: [...]}');
       round['requests'].forEach((req: unknown, j: number) => {
-        if (!isRecord(req) || typeof req['target_candidate_id'] !== 'string' || !Array.isArray(req['issues'])) return add('SCHEMA_VIOLATION', `revision_requests[${i}].requests[${j}]`, 'must be {target_candidate_id, issues}');
+        if (!isRecord(req) || typeof req['target_candidate_id'] !== 'string' || !Array.isArray(req['issues']))
+          return add('SCHEMA_VIOLATION', `revision_requests[${i}].requests[${j}]`, 'must be {target_candidate_id, issues}');
         const revision = revisions.find((c) => c.parent_candidate_id === req['target_candidate_id']);
         // No revision at all is a failure of its author (recorded under failures), not a silent answer.
         if (!revision) return;
         const answered = new Set((responsesOf.get(revision.candidate_id) ?? []).map((r) => r.review_issue));
         for (const issue of req['issues']) {
           const id = isRecord(issue) ? issue['issue_id'] : undefined;
-          if (typeof id === 'string' && !answered.has(id)) add('UNANSWERED_ISSUE', `artifacts.candidates[${revisionIndex.get(revision.candidate_id)}].responses`, `requested issue ${id} has no response`);
+          if (typeof id === 'string' && !answered.has(id))
+            add(
+              'UNANSWERED_ISSUE',
+              `artifacts.candidates[${revisionIndex.get(revision.candidate_id)}].responses`,
+              `requested issue ${id} has no response`,
+            );
         }
       });
     });
@@ -206,10 +232,17 @@ export function validateRunRecord(json: unknown): RunRecordReport {
 
   // Controller and chair are distinct actors, and hard limits held (checks 9 and 10, L3+).
   if (lvl >= 3) {
-    for (const section of ['budgets', 'timing', 'policy']) if (!isRecord(rec[section])) add('MISSING_SECTION', section, `a council:L3 record carries its ${section}`);
-    for (const section of ['controller_decisions', 'rounds', 'checkpoints', 'failures']) if (!Array.isArray(rec[section])) add('MISSING_SECTION', section, `a council:L3 record carries its ${section}`);
+    for (const section of ['budgets', 'timing', 'policy'])
+      if (!isRecord(rec[section])) add('MISSING_SECTION', section, `a council:L3 record carries its ${section}`);
+    for (const section of ['controller_decisions', 'rounds', 'checkpoints', 'failures'])
+      if (!Array.isArray(rec[section])) add('MISSING_SECTION', section, `a council:L3 record carries its ${section}`);
     const policy = isRecord(rec['policy']) ? rec['policy'] : undefined;
-    const controller = typeof rec['controller_id'] === 'string' ? rec['controller_id'] : policy && typeof policy['controller_id'] === 'string' ? policy['controller_id'] : undefined;
+    const controller =
+      typeof rec['controller_id'] === 'string'
+        ? rec['controller_id']
+        : policy && typeof policy['controller_id'] === 'string'
+          ? policy['controller_id']
+          : undefined;
     if (controller === undefined) add('MISSING_SECTION', 'controller_id', 'a council:L3 record names its controller');
     else if (memberIds.has(controller)) add('CONTROLLER_NOT_DISTINCT', 'controller_id', `the controller ${controller} is a panel member`);
     const budgets = isRecord(rec['budgets']) ? rec['budgets'] : undefined;
@@ -223,15 +256,18 @@ export function validateRunRecord(json: unknown): RunRecordReport {
   // Reviews target run candidates, never their author's own (11.3).
   reviews.forEach((r, i) => {
     const target = byId.get(r.target_candidate_id);
-    if (!target) add('UNKNOWN_REFERENCE', `artifacts.reviews[${i}].target_candidate_id`, `${r.target_candidate_id} is not a candidate of the record`);
-    else if (target.author_member_id === r.reviewer_member_id) add('SELF_REVIEW', `artifacts.reviews[${i}]`, 'a member reviewed its own candidate');
+    if (!target)
+      add('UNKNOWN_REFERENCE', `artifacts.reviews[${i}].target_candidate_id`, `${r.target_candidate_id} is not a candidate of the record`);
+    else if (target.author_member_id === r.reviewer_member_id)
+      add('SELF_REVIEW', `artifacts.reviews[${i}]`, 'a member reviewed its own candidate');
   });
 
   // Independence (checklist 2): proposal inputs show no other candidate.
   const tasks = Array.isArray(rec['tasks']) ? rec['tasks'] : [];
-  const proposalTasks = tasks
-    .map((t, i) => ({ t, i }))
-    .filter(({ t }) => isRecord(t) && t['stage'] === 'proposal') as { t: Record<string, unknown>; i: number }[];
+  const proposalTasks = tasks.map((t, i) => ({ t, i })).filter(({ t }) => isRecord(t) && t['stage'] === 'proposal') as {
+    t: Record<string, unknown>;
+    i: number;
+  }[];
   const initial = candidates.filter((c) => c.parent_candidate_id === null);
   if (initial.length > 0 && proposalTasks.length === 0) {
     add('INDEPENDENCE_NOT_SHOWN', 'tasks', 'record the inputs of each proposal phase (stage "proposal") so independence can be checked');
@@ -240,9 +276,17 @@ export function validateRunRecord(json: unknown): RunRecordReport {
     // A single agent records which candidate each phase produced (`candidate_id`); a service
     // run has one member per candidate, so the author identifies the phase.
     const own = t['candidate_id'];
-    const others = typeof own === 'string' ? initial.filter((c) => c.candidate_id !== own) : initial.filter((c) => c.author_member_id !== t['member_id']);
+    const others =
+      typeof own === 'string'
+        ? initial.filter((c) => c.candidate_id !== own)
+        : initial.filter((c) => c.author_member_id !== t['member_id']);
     const leaked = independenceViolations(t['inputs'], others);
-    if (leaked.length) add('INDEPENDENCE_VIOLATION', `tasks[${i}].inputs`, `proposal inputs reference ${leaked.join(', ')} before the proposal stage closed`);
+    if (leaked.length)
+      add(
+        'INDEPENDENCE_VIOLATION',
+        `tasks[${i}].inputs`,
+        `proposal inputs reference ${leaked.join(', ')} before the proposal stage closed`,
+      );
   }
 
   // Blind review (checklist 4, L1+): mapping kept, and no author id on the blind surface.
@@ -252,7 +296,12 @@ export function validateRunRecord(json: unknown): RunRecordReport {
     const mapped = new Set(mapping.filter(isRecord).map((m) => m['author_member_id']));
     const authors = [...new Set(initial.map((c) => c.author_member_id))];
     const unmapped = authors.filter((a) => !mapped.has(a));
-    if (mapping.length === 0 || unmapped.length) add('MISSING_ANONYMIZATION', 'anonymization.mapping', `blind review needs the label mapping for every author${unmapped.length ? ` (missing: ${unmapped.join(', ')})` : ''}`);
+    if (mapping.length === 0 || unmapped.length)
+      add(
+        'MISSING_ANONYMIZATION',
+        'anonymization.mapping',
+        `blind review needs the label mapping for every author${unmapped.length ? ` (missing: ${unmapped.join(', ')})` : ''}`,
+      );
     tasks.forEach((t, i) => {
       if (!isRecord(t) || t['stage'] !== 'review') return;
       const text = stringsIn(t['inputs']);
@@ -271,7 +320,8 @@ export function validateRunRecord(json: unknown): RunRecordReport {
   if (!failed && new Set(initial.map((c) => `${c.author_member_id}/${c.candidate_id}`)).size < 2) {
     add('TOO_FEW_CANDIDATES', 'artifacts.candidates', 'a Council compares at least two independent candidates');
   }
-  if (!failed && maps.length === 0) add('MISSING_CONFLICT_MAP', 'artifacts.conflict_maps', 'disagreement is classified in a conflict map (council:L0)');
+  if (!failed && maps.length === 0)
+    add('MISSING_CONFLICT_MAP', 'artifacts.conflict_maps', 'disagreement is classified in a conflict map (council:L0)');
 
   // Decision grounding (section 14, checklist 15).
   const known = new Set<string>([
@@ -281,32 +331,53 @@ export function validateRunRecord(json: unknown): RunRecordReport {
     ...maps.flatMap((m) => [m.conflict_map_id, ...m.conflicts.map((c) => c.conflict_id)]),
     ...frameChecks.map((f) => f.frame_check_id),
     ...contracts.flatMap((g) => [g.goal_contract_id, ...g.evidence_set]),
-    ...candidates.flatMap((c) => [...c.evidence_refs, ...c.claims.flatMap((cl) => (typeof cl === 'string' ? [] : (cl.evidence_refs ?? [])))]),
+    ...candidates.flatMap((c) => [
+      ...c.evidence_refs,
+      ...c.claims.flatMap((cl) => (typeof cl === 'string' ? [] : (cl.evidence_refs ?? []))),
+    ]),
     ...reviews.flatMap((r) => r.material_issues.flatMap((m) => m.evidence_refs)),
   ]);
   let decision: DecisionRecord | undefined;
-  if (rec['decision_record'] !== null && rec['decision_record'] !== undefined) decision = parseAt('decision_record', rec['decision_record'], parseDecisionRecord);
-  else if (!failed && terminalState !== 'budget-exhausted-best-checkpoint') add('MISSING_SECTION', 'decision_record', `a ${terminalState ?? 'finished'} run carries its DecisionRecord`);
+  if (rec['decision_record'] !== null && rec['decision_record'] !== undefined)
+    decision = parseAt('decision_record', rec['decision_record'], parseDecisionRecord);
+  else if (!failed && terminalState !== 'budget-exhausted-best-checkpoint')
+    add('MISSING_SECTION', 'decision_record', `a ${terminalState ?? 'finished'} run carries its DecisionRecord`);
   if (decision) {
     const d = decision;
     const check = (ref: string, path: string) => {
       if (!known.has(ref)) add('UNREFERENCED_CLAIM', path, `${ref} is not an artifact of this run`);
     };
-    if (d.selected_path !== NO_DECISION && d.selected_path !== SYNTHESIS && !byId.has(d.selected_path)) add('UNREFERENCED_CLAIM', 'decision_record.selected_path', `${d.selected_path} is not a candidate of this run`);
+    if (d.selected_path !== NO_DECISION && d.selected_path !== SYNTHESIS && !byId.has(d.selected_path))
+      add('UNREFERENCED_CLAIM', 'decision_record.selected_path', `${d.selected_path} is not a candidate of this run`);
     d.grounded_in.forEach((r, i) => check(r, `decision_record.grounded_in[${i}]`));
     d.incorporated.forEach((r, i) => check(r, `decision_record.incorporated[${i}]`));
     d.rejected.forEach((r, i) => check(r.artifact, `decision_record.rejected[${i}].artifact`));
-    if (d.selected_path !== NO_DECISION && d.grounded_in.length === 0) add('UNREFERENCED_CLAIM', 'decision_record.grounded_in', 'a decision is grounded in at least one artifact');
+    if (d.selected_path !== NO_DECISION && d.grounded_in.length === 0)
+      add('UNREFERENCED_CLAIM', 'decision_record.grounded_in', 'a decision is grounded in at least one artifact');
     const lastContract = contracts[contracts.length - 1];
-    if (lastContract && d.goal_contract_id !== lastContract.goal_contract_id) add('UNKNOWN_REFERENCE', 'decision_record.goal_contract_id', `the last GoalContract is ${lastContract.goal_contract_id}`);
+    if (lastContract && d.goal_contract_id !== lastContract.goal_contract_id)
+      add('UNKNOWN_REFERENCE', 'decision_record.goal_contract_id', `the last GoalContract is ${lastContract.goal_contract_id}`);
     const valueOpen = maps.length > 0 && maps[maps.length - 1].conflicts.some((c) => c.type === 'value' && c.status === 'unresolved');
-    if (valueOpen && terminalState !== 'needs-human-value-choice' && terminalState !== 'failed-below-quorum' && terminalState !== 'budget-exhausted-best-checkpoint') {
-      add('TERMINAL_STATE_MISMATCH', 'terminal.terminal_state', 'an unresolved value conflict returns to the human owner: needs-human-value-choice');
+    if (
+      valueOpen &&
+      terminalState !== 'needs-human-value-choice' &&
+      terminalState !== 'failed-below-quorum' &&
+      terminalState !== 'budget-exhausted-best-checkpoint'
+    ) {
+      add(
+        'TERMINAL_STATE_MISMATCH',
+        'terminal.terminal_state',
+        'an unresolved value conflict returns to the human owner: needs-human-value-choice',
+      );
     }
-    if (terminalState === 'decided' && d.unresolved_dissent.length > 0) add('TERMINAL_STATE_MISMATCH', 'terminal.terminal_state', 'a decision with unresolved dissent is decided-with-dissent');
-    if (terminalState === 'decided-with-dissent' && d.unresolved_dissent.length === 0) add('TERMINAL_STATE_MISMATCH', 'terminal.terminal_state', 'decided-with-dissent names its dissent');
-    if ((terminalState === 'decided' || terminalState === 'decided-with-dissent') && d.selected_path === NO_DECISION) add('TERMINAL_STATE_MISMATCH', 'decision_record.selected_path', `a ${terminalState} run selects a path`);
-    if (terminalState === 'abstained-insufficient-evidence' && d.selected_path !== NO_DECISION) add('TERMINAL_STATE_MISMATCH', 'decision_record.selected_path', 'an abstention selects no-decision');
+    if (terminalState === 'decided' && d.unresolved_dissent.length > 0)
+      add('TERMINAL_STATE_MISMATCH', 'terminal.terminal_state', 'a decision with unresolved dissent is decided-with-dissent');
+    if (terminalState === 'decided-with-dissent' && d.unresolved_dissent.length === 0)
+      add('TERMINAL_STATE_MISMATCH', 'terminal.terminal_state', 'decided-with-dissent names its dissent');
+    if ((terminalState === 'decided' || terminalState === 'decided-with-dissent') && d.selected_path === NO_DECISION)
+      add('TERMINAL_STATE_MISMATCH', 'decision_record.selected_path', `a ${terminalState} run selects a path`);
+    if (terminalState === 'abstained-insufficient-evidence' && d.selected_path !== NO_DECISION)
+      add('TERMINAL_STATE_MISMATCH', 'decision_record.selected_path', 'an abstention selects no-decision');
   }
 
   return report(level, terminalState, {
@@ -317,4 +388,3 @@ export function validateRunRecord(json: unknown): RunRecordReport {
     frame_checks: frameChecks.length,
   });
 }
-

@@ -254,7 +254,14 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
       chair_order: [],
       goal_contract: clone(d.goal_contract),
       goal_contract_revisions: [
-        { goal_contract: clone(d.goal_contract), revised_at: event.occurred_at, revised_by: event.actor, frame_check_id: null, comparable: true, restarted: false },
+        {
+          goal_contract: clone(d.goal_contract),
+          revised_at: event.occurred_at,
+          revised_by: event.actor,
+          frame_check_id: null,
+          comparable: true,
+          restarted: false,
+        },
       ],
       started_at: event.occurred_at,
       last_event_at: event.occurred_at,
@@ -322,7 +329,12 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
         submitted_at: event.occurred_at,
       };
       next.candidate_order.push(c.candidate_id);
-      next.lineages[c.candidate_id] = { lineage_id: c.candidate_id, author_member_id: c.author_member_id, generation: next.generation, versions: [c.candidate_id] };
+      next.lineages[c.candidate_id] = {
+        lineage_id: c.candidate_id,
+        author_member_id: c.author_member_id,
+        generation: next.generation,
+        versions: [c.candidate_id],
+      };
       next.lineage_order.push(c.candidate_id);
       settle(next, event.data.task_id, 'answered', event.event_id, event.occurred_at);
       addUsage(next, event.data.usage);
@@ -358,14 +370,24 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
       return next;
     case E.ConflictMapRecorded: {
       const task = next.tasks[event.data.task_id];
-      next.conflict_maps.push({ conflict_map: clone(event.data.conflict_map), member_id: event.data.member_id, round: task?.round ?? next.round, generation: next.generation });
+      next.conflict_maps.push({
+        conflict_map: clone(event.data.conflict_map),
+        member_id: event.data.member_id,
+        round: task?.round ?? next.round,
+        generation: next.generation,
+      });
       settle(next, event.data.task_id, 'answered', event.event_id, event.occurred_at);
       addUsage(next, event.data.usage);
       return next;
     }
     case E.FrameCheckRecorded: {
       const fc = event.data.frame_check;
-      next.frame_checks.push({ frame_check: clone(fc), goal_contract_id: event.data.goal_contract_id, round: next.round, status: fc.result === 'frame-holds' ? 'holds' : 'open' });
+      next.frame_checks.push({
+        frame_check: clone(fc),
+        goal_contract_id: event.data.goal_contract_id,
+        round: next.round,
+        status: fc.result === 'frame-holds' ? 'holds' : 'open',
+      });
       settle(next, event.data.task_id, 'answered', event.event_id, event.occurred_at);
       addUsage(next, event.data.usage);
       return next;
@@ -395,7 +417,8 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
       if (d.restart) {
         // Artifacts of the old frame are no longer comparable: cancel what is pending, and
         // start a new generation with a fresh proposal stage in the next round.
-        for (const id of next.task_order) if (next.tasks[id].status === 'issued') settle(next, id, 'cancelled', event.event_id, event.occurred_at);
+        for (const id of next.task_order)
+          if (next.tasks[id].status === 'issued') settle(next, id, 'cancelled', event.event_id, event.occurred_at);
         next.generation += 1;
         next.round += 1;
         enterStage(next, 'proposal', event.occurred_at);
@@ -433,7 +456,14 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
       const parent = next.candidates[r.parent_candidate_id];
       const lineageId = parent?.lineage_id ?? r.parent_candidate_id;
       const task = next.tasks[event.data.task_id];
-      next.candidates[r.candidate_id] = { candidate: r, lineage_id: lineageId, round: task?.round ?? next.round, generation: next.generation, task_id: event.data.task_id, submitted_at: event.occurred_at };
+      next.candidates[r.candidate_id] = {
+        candidate: r,
+        lineage_id: lineageId,
+        round: task?.round ?? next.round,
+        generation: next.generation,
+        task_id: event.data.task_id,
+        submitted_at: event.occurred_at,
+      };
       next.candidate_order.push(r.candidate_id);
       next.lineages[lineageId]?.versions.push(r.candidate_id);
       settle(next, event.data.task_id, 'answered', event.event_id, event.occurred_at);
@@ -443,7 +473,16 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
     case E.MemberFailed: {
       const d = event.data;
       const member = next.panel.find((m) => m.member_id === d.member_id);
-      next.failures.push({ member_id: d.member_id, role: member?.role ?? 'unknown', task_id: d.task_id, stage: d.stage, round: d.round, reason: d.reason, detail: d.detail, at: event.occurred_at });
+      next.failures.push({
+        member_id: d.member_id,
+        role: member?.role ?? 'unknown',
+        task_id: d.task_id,
+        stage: d.stage,
+        round: d.round,
+        reason: d.reason,
+        detail: d.detail,
+        at: event.occurred_at,
+      });
       if (!next.failed_members.includes(d.member_id)) next.failed_members.push(d.member_id);
       if (d.task_id) settle(next, d.task_id, 'failed', event.event_id, event.occurred_at);
       addUsage(next, d.usage);
@@ -451,18 +490,31 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
     }
     case E.TaskAnswerRefused: {
       const d = event.data;
-      next.refusals.push({ task_id: d.task_id, member_id: d.member_id, round: d.round, stage: d.stage, error: clone(d.error), at: event.occurred_at });
+      next.refusals.push({
+        task_id: d.task_id,
+        member_id: d.member_id,
+        round: d.round,
+        stage: d.stage,
+        error: clone(d.error),
+        at: event.occurred_at,
+      });
       addUsage(next, d.usage);
       return next;
     }
     case E.ChairDecisionRecorded:
-      next.decision = { decision_record: clone(event.data.decision_record), chair_member_id: event.data.chair_member_id, task_id: event.data.task_id, recorded_at: event.occurred_at };
+      next.decision = {
+        decision_record: clone(event.data.decision_record),
+        chair_member_id: event.data.chair_member_id,
+        task_id: event.data.task_id,
+        recorded_at: event.occurred_at,
+      };
       settle(next, event.data.task_id, 'answered', event.event_id, event.occurred_at);
       addUsage(next, event.data.usage);
       return next;
     case E.RunTerminated: {
       if (next.status === 'terminated') return next;
-      for (const id of next.task_order) if (next.tasks[id].status === 'issued') settle(next, id, 'cancelled', event.event_id, event.occurred_at);
+      for (const id of next.task_order)
+        if (next.tasks[id].status === 'issued') settle(next, id, 'cancelled', event.event_id, event.occurred_at);
       note(next, event, `terminated: ${event.data.terminal_state} (${event.data.reason})`);
       const terminal: TerminalRecord = {
         terminal_state: event.data.terminal_state,

@@ -70,7 +70,8 @@ export function selectTargetedIssues(run: RunData, candidateIds: readonly string
     }
     issues.sort((a, b) => SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity]);
     const bounded = issues.slice(0, run.policy.max_issues_per_candidate);
-    if (bounded.length > 0) out.push({ target_candidate_id: candidateId, author_member_id: stored.candidate.author_member_id, issues: bounded });
+    if (bounded.length > 0)
+      out.push({ target_candidate_id: candidateId, author_member_id: stored.candidate.author_member_id, issues: bounded });
   }
   return out;
 }
@@ -80,7 +81,12 @@ export function selectTargetedIssues(run: RunData, candidateIds: readonly string
  * answer every selected issue (accepted with a change, or rejected with a reason). Anything
  * else is refused with the field that is wrong.
  */
-export function checkRevisionAnswersSelectedIssues(run: RunData, revision: RevisionArtifact, request: RevisionRequestEntry, memberId: string): void {
+export function checkRevisionAnswersSelectedIssues(
+  run: RunData,
+  revision: RevisionArtifact,
+  request: RevisionRequestEntry,
+  memberId: string,
+): void {
   if (revision.parent_candidate_id !== request.target_candidate_id) {
     throw new CouncilError('LINEAGE_MISMATCH', `revision must point to its parent ${request.target_candidate_id}`, 'parent_candidate_id');
   }
@@ -97,7 +103,11 @@ export function checkRevisionAnswersSelectedIssues(run: RunData, revision: Revis
   const answered = new Set(revision.responses.map((r) => r.review_issue));
   request.issues.forEach((issue) => {
     if (!answered.has(issue.issue_id)) {
-      throw new CouncilError('UNANSWERED_ISSUE', `selected issue ${issue.issue_id} needs a response (accepted or rejected with reason)`, 'responses');
+      throw new CouncilError(
+        'UNANSWERED_ISSUE',
+        `selected issue ${issue.issue_id} needs a response (accepted or rejected with reason)`,
+        'responses',
+      );
     }
   });
   revision.responses.forEach((r, i) => {
@@ -123,7 +133,11 @@ export function revisionTaskInputs(run: RunData, request: RevisionRequestEntry):
   }));
   return {
     candidate: candidate(run, request.target_candidate_id),
-    selected_issues: scrubMemberIds(issues, run.panel.map((m) => m.member_id)),
-    instructions: 'Return a RevisionArtifact: parent_candidate_id = candidate.candidate_id, version + 1, one response per selected issue (review_issue = issue_id).',
+    selected_issues: scrubMemberIds(
+      issues,
+      run.panel.map((m) => m.member_id),
+    ),
+    instructions:
+      'Return a RevisionArtifact: parent_candidate_id = candidate.candidate_id, version + 1, one response per selected issue (review_issue = issue_id).',
   };
 }

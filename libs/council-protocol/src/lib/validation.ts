@@ -38,12 +38,7 @@ export function optStr(obj: Record<string, unknown>, key: string, path: string):
   return str(obj, key, path);
 }
 
-export function oneOf<T extends string>(
-  obj: Record<string, unknown>,
-  key: string,
-  path: string,
-  allowed: readonly T[],
-): T {
+export function oneOf<T extends string>(obj: Record<string, unknown>, key: string, path: string, allowed: readonly T[]): T {
   const v = obj[key];
   if (typeof v !== 'string' || !(allowed as readonly string[]).includes(v)) {
     fail(join(path, key), `must be one of ${allowed.join(' | ')}`);
@@ -76,7 +71,12 @@ export function optNum(
   return num(obj, key, path, opts);
 }
 
-export function arr(obj: Record<string, unknown>, key: string, path: string, opts: { nonEmpty?: boolean; optional?: boolean } = {}): unknown[] {
+export function arr(
+  obj: Record<string, unknown>,
+  key: string,
+  path: string,
+  opts: { nonEmpty?: boolean; optional?: boolean } = {},
+): unknown[] {
   const v = obj[key];
   const field = join(path, key);
   if (v === undefined && opts.optional) return [];

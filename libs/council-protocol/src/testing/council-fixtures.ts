@@ -47,7 +47,12 @@ export function member(member_id: string, role = 'builder', council_roles?: stri
 
 /** Three proposers (builder, skeptic, operator) and a separate chair. */
 export function panel(opts: { frameObserver?: boolean; moderator?: boolean; fallbackChair?: boolean } = {}): MemberDescriptor[] {
-  const p = [member('member-builder-01', 'builder'), member('member-skeptic-01', 'skeptic', undefined, 'shared-model-b'), member('member-operator-01', 'operator'), member('member-chair-01', 'chair', ['chair'], 'chair-model')];
+  const p = [
+    member('member-builder-01', 'builder'),
+    member('member-skeptic-01', 'skeptic', undefined, 'shared-model-b'),
+    member('member-operator-01', 'operator'),
+    member('member-chair-01', 'chair', ['chair'], 'chair-model'),
+  ];
   if (opts.fallbackChair) p.push(member('member-chair-02', 'chair', ['chair'], 'chair-model'));
   if (opts.moderator) p.push(member('member-moderator-01', 'moderator', ['moderator'], 'mod-model'));
   if (opts.frameObserver) p.push(member('member-outsider-01', 'outsider', ['frame-observer'], 'outsider-model'));
@@ -81,7 +86,12 @@ export interface ReviewBehaviourOptions {
   issues?: (ref: string, round: number) => Record<string, unknown>[];
 }
 
-export function reviewsFor(req: CouncilTaskRequest, reviewer: string, opts: ReviewBehaviourOptions = {}, round = 1): Record<string, unknown>[] {
+export function reviewsFor(
+  req: CouncilTaskRequest,
+  reviewer: string,
+  opts: ReviewBehaviourOptions = {},
+  round = 1,
+): Record<string, unknown>[] {
   const cands = req.inputs['candidates'] as Blind[];
   return cands.map((c) => ({
     review_id: `rev-${reviewer}-on-${c.candidate_ref}`,
@@ -101,7 +111,13 @@ export const highIssue = (claim = 'No rollback plan for the ledger cutover') => 
   could_change: ['risk_controls'],
 });
 
-export const styleIssue = () => ({ claim: 'Wording is verbose', evidence_refs: [], severity: 'low', revision_request: 'Shorten', could_change: [] });
+export const styleIssue = () => ({
+  claim: 'Wording is verbose',
+  evidence_refs: [],
+  severity: 'low',
+  revision_request: 'Shorten',
+  could_change: [],
+});
 
 export function conflictMapFor(req: CouncilTaskRequest, round: number, extra: Record<string, unknown>[] = []): Record<string, unknown> {
   const cands = req.inputs['candidates'] as Blind[];
@@ -158,7 +174,10 @@ export function decisionFor(req: CouncilTaskRequest, overrides: Record<string, u
   };
 }
 
-export type Reply = { kind: 'reply'; artifact: unknown; usage?: { cost?: number; tokens?: number } } | { kind: 'fail'; usage?: { cost?: number; tokens?: number } } | { kind: 'silent' };
+export type Reply =
+  | { kind: 'reply'; artifact: unknown; usage?: { cost?: number; tokens?: number } }
+  | { kind: 'fail'; usage?: { cost?: number; tokens?: number } }
+  | { kind: 'silent' };
 export type Behaviour = (req: CouncilTaskRequest, memberId: string, state: CouncilRunState) => Reply;
 
 export interface DefaultBehaviourOptions extends ReviewBehaviourOptions {
@@ -186,7 +205,9 @@ export function defaultBehaviour(opts: DefaultBehaviourOptions = {}): Behaviour 
       case 'conflict-map':
         return reply(opts.conflicts ? opts.conflicts(req, round) : conflictMapFor(req, round));
       case 'frame-check':
-        return reply(opts.frame ? opts.frame(req, memberId) : { frame_check_id: `fc-${round}`, observer_member_id: memberId, result: 'frame-holds' });
+        return reply(
+          opts.frame ? opts.frame(req, memberId) : { frame_check_id: `fc-${round}`, observer_member_id: memberId, result: 'frame-holds' },
+        );
       case 'revision':
         return reply(opts.revise ? opts.revise(req, memberId) : revisionFor(req));
       case 'synthesis':
@@ -203,7 +224,9 @@ export interface Driven {
   now: string;
 }
 
-export function startCommand(opts: { run_id?: string; goal?: GoalContract; panel?: MemberDescriptor[]; policy?: Record<string, unknown>; seed?: string } = {}): CouncilCommand {
+export function startCommand(
+  opts: { run_id?: string; goal?: GoalContract; panel?: MemberDescriptor[]; policy?: Record<string, unknown>; seed?: string } = {},
+): CouncilCommand {
   return {
     type: C.StartRun,
     run_id: opts.run_id ?? 'run-1',

@@ -69,10 +69,7 @@ export class LogUnavailableError extends EventLogErrorBase {
     readonly stream: string | undefined,
     options: { cause: unknown },
   ) {
-    super(
-      `event log unavailable during ${operation}${stream ? ` on ${stream}` : ''}: ${describeCause(options.cause)}`,
-      options,
-    );
+    super(`event log unavailable during ${operation}${stream ? ` on ${stream}` : ''}: ${describeCause(options.cause)}`, options);
   }
 }
 

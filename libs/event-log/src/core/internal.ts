@@ -90,11 +90,7 @@ export function largestEventId(events: readonly LogEvent[], sizes: readonly numb
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
-export async function mapConcurrent<T, R>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T, index: number) => Promise<R>,
-): Promise<R[]> {
+export async function mapConcurrent<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   const worker = async (): Promise<void> => {

@@ -199,9 +199,7 @@ class FakeServer {
     // for 'any') acknowledge the original write.
     const from = typeof expected === 'bigint' ? expected + 1n : expected === 'no_stream' ? 0n : undefined;
     const original =
-      from !== undefined
-        ? existing.slice(Number(from), Number(from) + ids.length)
-        : existing.filter((r) => ids.includes(r.id));
+      from !== undefined ? existing.slice(Number(from), Number(from) + ids.length) : existing.filter((r) => ids.includes(r.id));
     if (original.length === ids.length && original.every((r, i) => r.id === ids[i])) {
       const last = original[original.length - 1];
       return {

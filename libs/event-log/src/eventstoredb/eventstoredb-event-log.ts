@@ -121,8 +121,7 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
       const duplicate = !r.position || first <= before;
       // The server's position is the write's, not its last event's when it holds several.
       const returned = r.position ? positionToken(r.position) : '';
-      const position =
-        !duplicate && events.length === 1 ? returned : ((await this.positionOf(stream, last)) ?? returned);
+      const position = !duplicate && events.length === 1 ? returned : ((await this.positionOf(stream, last)) ?? returned);
       return { version: last.toString(), position, duplicate };
     } catch (e) {
       if (e instanceof WrongExpectedVersionError) {

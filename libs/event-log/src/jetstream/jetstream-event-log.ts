@@ -435,13 +435,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
   }
 
   /** The fallback: a filtered ordered consumer over the aggregate's subject, up to its last commit. */
-  private async scanSubject(
-    stream: string,
-    category: string,
-    subject: string,
-    lastSeq: number,
-    into: StoredEvent<E>[],
-  ): Promise<void> {
+  private async scanSubject(stream: string, category: string, subject: string, lastSeq: number, into: StoredEvent<E>[]): Promise<void> {
     const opts = consumerOpts();
     opts.orderedConsumer();
     opts.deliverAll();

@@ -59,7 +59,12 @@ describe('JetStreamEventLog specifics', () => {
 
   it('refuses a size limit the server cannot carry', async () => {
     await expect(
-      JetStreamEventLog.create({ connection: t.connections[0], streamName: t.log.streamName, subjectPrefix: t.log.subjectPrefix, maxAppendBytes: 64 * 1024 * 1024 }),
+      JetStreamEventLog.create({
+        connection: t.connections[0],
+        streamName: t.log.streamName,
+        subjectPrefix: t.log.subjectPrefix,
+        maxAppendBytes: 64 * 1024 * 1024,
+      }),
     ).rejects.toBeInstanceOf(EventLogConfigError);
     await expect(
       JetStreamEventLog.create({ connection: t.connections[0], streamName: t.log.streamName, subjectPrefix: 'elsewhere' }),
@@ -68,7 +73,11 @@ describe('JetStreamEventLog specifics', () => {
 
   it('reports a closed connection as LogUnavailableError with the cause', async () => {
     const nc = await connect({ servers: NATS_URL });
-    const log = await JetStreamEventLog.create<TestEvent>({ connection: nc, streamName: t.log.streamName, subjectPrefix: t.log.subjectPrefix });
+    const log = await JetStreamEventLog.create<TestEvent>({
+      connection: nc,
+      streamName: t.log.streamName,
+      subjectPrefix: t.log.subjectPrefix,
+    });
     await nc.close();
     const err = await log.append(`proposal-${ulid()}`, [ev()], 'any').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LogUnavailableError);

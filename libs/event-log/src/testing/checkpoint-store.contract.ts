@@ -10,7 +10,10 @@ export interface Seen {
   ids: string[];
 }
 
-export function describeCheckpointStore(name: string, open: () => Promise<{ store: CheckpointStore<Seen>; dispose(): Promise<void> }>): void {
+export function describeCheckpointStore(
+  name: string,
+  open: () => Promise<{ store: CheckpointStore<Seen>; dispose(): Promise<void> }>,
+): void {
   describe(`checkpoint store contract: ${name}`, () => {
     let store: CheckpointStore<Seen>;
     let dispose: () => Promise<void>;
@@ -38,8 +41,12 @@ export function describeCheckpointStore(name: string, open: () => Promise<{ stor
     it('given another writer saved meanwhile, when a save expects the older revision, then CheckpointConflictError and nothing changes', async () => {
       const r1 = await store.save('seen', { position: '00000000000000000001', state: { ids: ['a'] } }, 0);
       await store.save('seen', { position: '00000000000000000002', state: { ids: ['a', 'b'] } }, r1);
-      await expect(store.save('seen', { position: '00000000000000000003', state: { ids: ['x'] } }, r1)).rejects.toBeInstanceOf(CheckpointConflictError);
-      await expect(store.save('seen', { position: '00000000000000000003', state: { ids: ['x'] } }, 0)).rejects.toBeInstanceOf(CheckpointConflictError);
+      await expect(store.save('seen', { position: '00000000000000000003', state: { ids: ['x'] } }, r1)).rejects.toBeInstanceOf(
+        CheckpointConflictError,
+      );
+      await expect(store.save('seen', { position: '00000000000000000003', state: { ids: ['x'] } }, 0)).rejects.toBeInstanceOf(
+        CheckpointConflictError,
+      );
       expect((await store.load('seen'))?.state.ids).toEqual(['a', 'b']);
     });
 

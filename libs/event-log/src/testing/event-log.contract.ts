@@ -9,16 +9,7 @@
 import { monotonicFactory } from 'ulid';
 import { ConcurrencyError, EventTooLargeError, InvalidAppendError, InvalidStreamNameError } from '../core/errors';
 import { deferred, mapConcurrent } from '../core/internal';
-import type {
-  AppendResult,
-  EventLog,
-  ExpectedVersion,
-  LogEvent,
-  Position,
-  StartFrom,
-  StoredEvent,
-  Subscription,
-} from '../core/types';
+import type { AppendResult, EventLog, ExpectedVersion, LogEvent, Position, StartFrom, StoredEvent, Subscription } from '../core/types';
 
 export interface TestEvent extends LogEvent {
   readonly event_id: string;
@@ -85,11 +76,7 @@ export class Collector<E extends LogEvent = TestEvent> {
   }
 }
 
-export function describeEventLogContract(
-  name: string,
-  factory: () => Promise<ContractSubject>,
-  options: ContractOptions = {},
-): void {
+export function describeEventLogContract(name: string, factory: () => Promise<ContractSubject>, options: ContractOptions = {}): void {
   const d = options.skip ? describe.skip : describe;
   const slow = options.slowTimeoutMs ?? 60_000;
   const title = options.skip ? `event-log contract: ${name} (skipped: ${options.skip})` : `event-log contract: ${name}`;
@@ -195,7 +182,10 @@ export function describeEventLogContract(
         expect(lost).toHaveLength(1);
         expect(lost[0].reason).toBeInstanceOf(ConcurrencyError);
         const types = (await log.read(s)).events.map((e) => e.event.type);
-        expect([['Created', 'ByOne', 'ByOneToo'], ['Created', 'ByOther']]).toContainEqual(types);
+        expect([
+          ['Created', 'ByOne', 'ByOneToo'],
+          ['Created', 'ByOther'],
+        ]).toContainEqual(types);
       });
       // Two creators racing on a new stream: one wins as well.
       const fresh = `${cat}-${nextId()}`;
@@ -241,9 +231,7 @@ export function describeEventLogContract(
     it('rejects malformed appends and stream names with typed errors', async () => {
       const s = `${category()}-${nextId()}`;
       await expect(log.append(s, [], 'any')).rejects.toBeInstanceOf(InvalidAppendError);
-      await expect(log.append(s, [{ type: 'A' } as unknown as TestEvent], 'any')).rejects.toBeInstanceOf(
-        InvalidAppendError,
-      );
+      await expect(log.append(s, [{ type: 'A' } as unknown as TestEvent], 'any')).rejects.toBeInstanceOf(InvalidAppendError);
       const e = ev('A');
       await expect(log.append(s, [e, e], 'any')).rejects.toBeInstanceOf(InvalidAppendError);
       for (const bad of ['nodash', '-id', 'cat-', 'cat-with.dot', 'cat-a b', 'cat->']) {
@@ -314,7 +302,10 @@ export function describeEventLogContract(
       const sub = track(log.subscribe([cat], 'start', c.handler));
       await within(sub.caughtUp, 10_000, 'catch-up');
       // Then both chain: a cache holding a commit's `previous` may fold it, so no event can be skipped.
-      for (const [how, events] of [['read', read.events], ['subscribe', c.events]] as const) {
+      for (const [how, events] of [
+        ['read', read.events],
+        ['subscribe', c.events],
+      ] as const) {
         expect({ how, types: events.map((e) => e.event.type) }).toEqual({ how, types: ['A', 'B', 'C', 'D', 'E', 'F', 'G'] });
         let at = 0;
         commits.forEach((commit, i) => {

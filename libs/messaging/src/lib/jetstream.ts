@@ -1,11 +1,4 @@
-import {
-  DiscardPolicy,
-  JetStreamClient,
-  JetStreamManager,
-  NatsConnection,
-  RetentionPolicy,
-  StorageType,
-} from 'nats';
+import { DiscardPolicy, JetStreamClient, JetStreamManager, NatsConnection, RetentionPolicy, StorageType } from 'nats';
 
 export interface StreamSpec {
   name: string;

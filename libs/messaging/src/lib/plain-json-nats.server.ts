@@ -131,7 +131,11 @@ export class PlainJsonNatsServer extends Server implements CustomTransportStrate
       if (msg.reply) this.respond(msg, reply);
     }
     try {
-      this.options.observer?.replied?.({ pattern, subject: msg.subject, headers: msg.headers }, reply, (performance.now() - started) / 1000);
+      this.options.observer?.replied?.(
+        { pattern, subject: msg.subject, headers: msg.headers },
+        reply,
+        (performance.now() - started) / 1000,
+      );
     } catch (err) {
       this.logger.warn(`request observer failed: ${(err as Error)?.message}`);
     }
@@ -148,10 +152,16 @@ export class PlainJsonNatsServer extends Server implements CustomTransportStrate
     }
     const limit = this.maxReplyBytes();
     if (bytes.length > limit) {
-      bytes = this.encoder.encode(JSON.stringify(errorReply(new AcpError(
-        'PAYLOAD_TOO_LARGE',
-        `the reply would be ${bytes.length} bytes; this server carries at most ${limit}: ask for a smaller page (limit, cursor)`,
-      ))));
+      bytes = this.encoder.encode(
+        JSON.stringify(
+          errorReply(
+            new AcpError(
+              'PAYLOAD_TOO_LARGE',
+              `the reply would be ${bytes.length} bytes; this server carries at most ${limit}: ask for a smaller page (limit, cursor)`,
+            ),
+          ),
+        ),
+      );
     }
     try {
       msg.respond(bytes);
@@ -167,10 +177,7 @@ export class PlainJsonNatsServer extends Server implements CustomTransportStrate
   private async replyFor(pattern: string, msg: Msg): Promise<unknown> {
     if (msg.data.length > this.options.maxPayloadBytes) {
       return errorReply(
-        new AcpError(
-          'PAYLOAD_TOO_LARGE',
-          `request body is ${msg.data.length} bytes; the limit is ${this.options.maxPayloadBytes}`,
-        ),
+        new AcpError('PAYLOAD_TOO_LARGE', `request body is ${msg.data.length} bytes; the limit is ${this.options.maxPayloadBytes}`),
       );
     }
     let body: unknown;
@@ -190,7 +197,9 @@ export class PlainJsonNatsServer extends Server implements CustomTransportStrate
         return isObservable(result) ? await lastValueFrom(result) : result;
       };
       const around = this.options.observer?.around;
-      return around ? await around.call(this.options.observer, { pattern, subject: msg.subject, headers: msg.headers, body }, invoke) : await invoke();
+      return around
+        ? await around.call(this.options.observer, { pattern, subject: msg.subject, headers: msg.headers, body }, invoke)
+        : await invoke();
     } catch (err) {
       if (err instanceof AcpError) {
         return errorReply(err);

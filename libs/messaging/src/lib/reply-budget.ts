@@ -16,7 +16,11 @@ export const REPLY_ENVELOPE_BYTES = 1024;
  * The first item is always taken (a single item too big for any page is then refused with
  * PAYLOAD_TOO_LARGE by the reply path, instead of a page that never advances).
  */
-export function takeWithinBytes<T>(items: readonly T[], maxReplyBytes: number, envelopeBytes = REPLY_ENVELOPE_BYTES): { items: T[]; truncated: boolean } {
+export function takeWithinBytes<T>(
+  items: readonly T[],
+  maxReplyBytes: number,
+  envelopeBytes = REPLY_ENVELOPE_BYTES,
+): { items: T[]; truncated: boolean } {
   const budget = maxReplyBytes - envelopeBytes;
   let used = 0;
   for (let i = 0; i < items.length; i++) {
@@ -42,6 +46,7 @@ export function checkTextLengths(body: unknown, limits: Record<string, number>):
   if (typeof body !== 'object' || body === null) return;
   for (const [field, max] of Object.entries(limits)) {
     const v = (body as Record<string, unknown>)[field];
-    if (typeof v === 'string' && v.length > max) throw new AcpError('SCHEMA_VIOLATION', `${field} is ${v.length} characters; at most ${max} are accepted`, field);
+    if (typeof v === 'string' && v.length > max)
+      throw new AcpError('SCHEMA_VIOLATION', `${field} is ${v.length} characters; at most ${max} are accepted`, field);
   }
 }

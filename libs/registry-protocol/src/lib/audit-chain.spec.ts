@@ -30,18 +30,26 @@ describe('audit hash chain (14.6)', () => {
     fc.assert(
       fc.property(fc.array(content, { maxLength: 25 }), (cs) => {
         const chain = build(cs);
-        expect(verifyChain(chain, sha256)).toEqual({ ok: true, entries: chain.length, head: chain.length ? chain[chain.length - 1].hash : GENESIS_HASH });
+        expect(verifyChain(chain, sha256)).toEqual({
+          ok: true,
+          entries: chain.length,
+          head: chain.length ? chain[chain.length - 1].hash : GENESIS_HASH,
+        });
       }),
     );
   });
 
   it('modification: changing any field of one entry is reported at that entry', () => {
     fc.assert(
-      fc.property(chainAndIndex, fc.constantFrom('actor', 'action', 'timestamp', 'payload_hash', 'proposal_id', 'stream'), ([chain, i], field) => {
-        const tampered = chain.map((e) => ({ ...e }));
-        (tampered[i] as unknown as Record<string, unknown>)[field] = `${String(tampered[i][field as keyof AuditEntry])}x`;
-        expect(verifyChain(tampered, sha256)).toMatchObject({ ok: false, index: i, seq: i + 1, problem: 'modified' });
-      }),
+      fc.property(
+        chainAndIndex,
+        fc.constantFrom('actor', 'action', 'timestamp', 'payload_hash', 'proposal_id', 'stream'),
+        ([chain, i], field) => {
+          const tampered = chain.map((e) => ({ ...e }));
+          (tampered[i] as unknown as Record<string, unknown>)[field] = `${String(tampered[i][field as keyof AuditEntry])}x`;
+          expect(verifyChain(tampered, sha256)).toMatchObject({ ok: false, index: i, seq: i + 1, problem: 'modified' });
+        },
+      ),
     );
   });
 
@@ -69,7 +77,10 @@ describe('audit hash chain (14.6)', () => {
           expect(verifyChain(tampered, sha256)).toMatchObject({ ok: false, index: i, seq: i + 2 });
         } else {
           expect(verifyChain(tampered, sha256).ok).toBe(true);
-          expect(verifyChain(tampered, sha256, { expectedHead: chain[chain.length - 1].hash })).toMatchObject({ ok: false, problem: 'head-mismatch' });
+          expect(verifyChain(tampered, sha256, { expectedHead: chain[chain.length - 1].hash })).toMatchObject({
+            ok: false,
+            problem: 'head-mismatch',
+          });
         }
       }),
     );
@@ -93,7 +104,13 @@ describe('audit hash chain (14.6)', () => {
   it('reordering: swapping two entries is reported at the first of them', () => {
     fc.assert(
       fc.property(
-        chainAndIndex.chain(([chain, i]) => fc.tuple(fc.constant(chain), fc.constant(i), fc.nat({ max: chain.length - 1 }).filter((j) => j !== i))),
+        chainAndIndex.chain(([chain, i]) =>
+          fc.tuple(
+            fc.constant(chain),
+            fc.constant(i),
+            fc.nat({ max: chain.length - 1 }).filter((j) => j !== i),
+          ),
+        ),
         ([chain, i, j]) => {
           const tampered = [...chain];
           [tampered[i], tampered[j]] = [tampered[j], tampered[i]];
@@ -104,7 +121,18 @@ describe('audit hash chain (14.6)', () => {
   });
 
   it('anything that is not an entry is malformed, named by index', () => {
-    const chain = build([{ actor: 'a', action: 'x', outcome: 'recorded', proposal_id: null, timestamp: '2026-01-01T00:00:00Z', payload_hash: null, stream: 's', source_id: '1' }]);
+    const chain = build([
+      {
+        actor: 'a',
+        action: 'x',
+        outcome: 'recorded',
+        proposal_id: null,
+        timestamp: '2026-01-01T00:00:00Z',
+        payload_hash: null,
+        stream: 's',
+        source_id: '1',
+      },
+    ]);
     expect(verifyChain([...chain, { hello: 1 }], sha256)).toMatchObject({ ok: false, index: 1, problem: 'malformed' });
   });
 });

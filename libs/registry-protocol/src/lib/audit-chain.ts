@@ -48,7 +48,11 @@ export function entryHash(entry: Omit<AuditEntry, 'hash'>, hash: HashFunction): 
 }
 
 /** The next entry after `previous` (undefined: the first). */
-export function chainEntry(previous: Pick<AuditEntry, 'seq' | 'hash'> | undefined, content: AuditEntryContent, hash: HashFunction): AuditEntry {
+export function chainEntry(
+  previous: Pick<AuditEntry, 'seq' | 'hash'> | undefined,
+  content: AuditEntryContent,
+  hash: HashFunction,
+): AuditEntry {
   const unhashed = { ...content, seq: (previous?.seq ?? 0) + 1, prev_hash: previous?.hash ?? GENESIS_HASH };
   return { ...unhashed, hash: entryHash(unhashed, hash) };
 }
@@ -67,9 +71,13 @@ export interface VerifyOptions {
 function isEntry(value: unknown): value is AuditEntry {
   const e = value as Record<string, unknown>;
   return (
-    typeof e === 'object' && e !== null &&
-    Number.isSafeInteger(e['seq']) && typeof e['prev_hash'] === 'string' && typeof e['hash'] === 'string' &&
-    typeof e['actor'] === 'string' && typeof e['action'] === 'string'
+    typeof e === 'object' &&
+    e !== null &&
+    Number.isSafeInteger(e['seq']) &&
+    typeof e['prev_hash'] === 'string' &&
+    typeof e['hash'] === 'string' &&
+    typeof e['actor'] === 'string' &&
+    typeof e['action'] === 'string'
   );
 }
 
@@ -101,7 +109,13 @@ export function verifyChain(entries: readonly unknown[], hash: HashFunction, opt
     prevSeq = entry.seq;
   }
   if (options.expectedHead !== undefined && options.expectedHead !== prevHash) {
-    return { ok: false, index: entries.length, seq: null, problem: 'head-mismatch', message: 'the chain does not end at the expected head: entries are missing at the end' };
+    return {
+      ok: false,
+      index: entries.length,
+      seq: null,
+      problem: 'head-mismatch',
+      message: 'the chain does not end at the expected head: entries are missing at the end',
+    };
   }
   return { ok: true, entries: entries.length, head: prevHash };
 }

@@ -13,7 +13,14 @@ const participant = (grants: Record<string, { actions?: string[]; domain_authori
     grants: Object.fromEntries(
       Object.entries(grants).map(([domain, g]) => [
         domain,
-        { domain, actions: (g.actions ?? ['propose', 'respond', 'escalate', 'resolve']) as never, domain_authority: g.domain_authority ?? 0.5, trust_score: 0.5, granted_at: '', granted_by: 'admin' },
+        {
+          domain,
+          actions: (g.actions ?? ['propose', 'respond', 'escalate', 'resolve']) as never,
+          domain_authority: g.domain_authority ?? 0.5,
+          trust_score: 0.5,
+          granted_at: '',
+          granted_by: 'admin',
+        },
       ]),
     ),
   },
@@ -44,7 +51,9 @@ describe('14.2 domain-scoped authorization', () => {
   });
 
   it('human resolution needs the human-resolver role on top of the grant', () => {
-    expect(() => authorize(participant({ risk: {} }), 'resolve', 'risk')).toThrow(expect.objectContaining({ code: 'FORBIDDEN', field: 'resolved_by' }));
+    expect(() => authorize(participant({ risk: {} }), 'resolve', 'risk')).toThrow(
+      expect.objectContaining({ code: 'FORBIDDEN', field: 'resolved_by' }),
+    );
     expect(authorize(participant({ risk: {} }, ['human-resolver']), 'resolve', 'risk').domain).toBe('risk');
   });
 

@@ -37,11 +37,19 @@ export function authorize(state: ParticipantState, action: Action, domain: strin
   }
   const p = state.participant;
   if (action === 'resolve' && !hasRole(p, 'human-resolver')) {
-    throw new AcpError('FORBIDDEN', `${p.participant_id} does not have the human-resolver role required to resolve an escalation`, 'resolved_by');
+    throw new AcpError(
+      'FORBIDDEN',
+      `${p.participant_id} does not have the human-resolver role required to resolve an escalation`,
+      'resolved_by',
+    );
   }
   const grant = grantFor(p, domain);
   if (!grant) {
-    throw new AcpError('FORBIDDEN', `${p.participant_id} has no grant for domain ${domain} (14.2: cross-domain access needs an explicit grant)`, 'domain');
+    throw new AcpError(
+      'FORBIDDEN',
+      `${p.participant_id} has no grant for domain ${domain} (14.2: cross-domain access needs an explicit grant)`,
+      'domain',
+    );
   }
   if (!grant.actions.includes(action)) {
     throw new AcpError('FORBIDDEN', `${p.participant_id}'s grant on ${grant.domain} does not allow ${action}`, 'domain');
@@ -52,7 +60,8 @@ export function authorize(state: ParticipantState, action: Action, domain: strin
 /** Requires a role (e.g. administrator for registry commands); FORBIDDEN otherwise. */
 export function requireRole(state: ParticipantState, role: Role): ParticipantRecord {
   if (state.status !== 'active') throw new AcpError('FORBIDDEN', 'participant is not an active registry member');
-  if (!hasRole(state.participant, role)) throw new AcpError('FORBIDDEN', `${state.participant.participant_id} does not have the ${role} role`);
+  if (!hasRole(state.participant, role))
+    throw new AcpError('FORBIDDEN', `${state.participant.participant_id} does not have the ${role} role`);
   return state.participant;
 }
 

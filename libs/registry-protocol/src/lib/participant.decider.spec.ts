@@ -16,14 +16,18 @@ function given(...commands: Array<Pick<RegistryCommand, 'type' | 'data'>>): { ev
   for (const c of commands) events.push(...decideRegistry({ ...meta(), ...c } as RegistryCommand, foldParticipant(events)));
   return { events, state: foldParticipant(events) };
 }
-const when = (state: ParticipantState, c: Pick<RegistryCommand, 'type' | 'data'>) => decideRegistry({ ...meta(), ...c } as RegistryCommand, state);
+const when = (state: ParticipantState, c: Pick<RegistryCommand, 'type' | 'data'>) =>
+  decideRegistry({ ...meta(), ...c } as RegistryCommand, state);
 const register = { type: C.RegisterParticipant, data: { participant_id: 'agent-a', roles: ['agent' as const], public_key: KEY_1 } };
 
 describe('participant registry decider', () => {
   it('registers a participant with key k1, default clearance internal and no grants', () => {
     const { events, state } = given(register);
     expect(events.map((e) => e.type)).toEqual([E.ParticipantRegistered]);
-    expect(state).toMatchObject({ status: 'active', participant: { participant_id: 'agent-a', roles: ['agent'], clearance: 'internal', grants: {} } });
+    expect(state).toMatchObject({
+      status: 'active',
+      participant: { participant_id: 'agent-a', roles: ['agent'], clearance: 'internal', grants: {} },
+    });
     expect(state.status === 'active' && state.participant.keys).toEqual([
       { key_id: 'k1', public_key: KEY_1, status: 'active', added_at: '2026-01-01T00:00:00Z', ended_at: null },
     ]);
@@ -58,24 +62,42 @@ describe('participant registry decider', () => {
     const { state } = given(register, { type: C.RevokeKey, data: { participant_id: 'agent-a', key_id: 'k1', reason: 'leaked' } });
     expect(state.status === 'active' && state.participant.keys[0]).toMatchObject({ status: 'revoked', ended_at: '2026-01-01T00:00:00Z' });
     expect(when(state, { type: C.RevokeKey, data: { participant_id: 'agent-a', key_id: 'k1' } })).toEqual([]);
-    expect(() => when(state, { type: C.RevokeKey, data: { participant_id: 'agent-a', key_id: 'k9' } })).toThrow(expect.objectContaining({ field: 'key_id' }));
+    expect(() => when(state, { type: C.RevokeKey, data: { participant_id: 'agent-a', key_id: 'k9' } })).toThrow(
+      expect.objectContaining({ field: 'key_id' }),
+    );
   });
 
   it('grants a domain with all actions by default, replaces it, and revokes it where it was given', () => {
     const grant = { type: C.GrantDomain, data: { participant_id: 'agent-a', domain: 'risk', domain_authority: 0.9, trust_score: 0.8 } };
-    const { state } = given(register, grant, { type: C.GrantDomain, data: { ...grant.data, actions: ['respond' as const], trust_score: 0.5 } });
-    expect(state.status === 'active' && state.participant.grants['risk']).toMatchObject({ actions: ['respond'], domain_authority: 0.9, trust_score: 0.5, granted_by: 'admin' });
-    expect(() => when(state, { type: C.RevokeGrant, data: { participant_id: 'agent-a', domain: 'risk.credit' } })).toThrow(expect.objectContaining({ field: 'domain' }));
+    const { state } = given(register, grant, {
+      type: C.GrantDomain,
+      data: { ...grant.data, actions: ['respond' as const], trust_score: 0.5 },
+    });
+    expect(state.status === 'active' && state.participant.grants['risk']).toMatchObject({
+      actions: ['respond'],
+      domain_authority: 0.9,
+      trust_score: 0.5,
+      granted_by: 'admin',
+    });
+    expect(() => when(state, { type: C.RevokeGrant, data: { participant_id: 'agent-a', domain: 'risk.credit' } })).toThrow(
+      expect.objectContaining({ field: 'domain' }),
+    );
     const events = when(state, { type: C.RevokeGrant, data: { participant_id: 'agent-a', domain: 'risk' } });
     expect(events.map((e) => e.type)).toEqual([E.DomainGrantRevoked]);
-    expect(() => when(state, { type: C.GrantDomain, data: { ...grant.data, domain_authority: 1.5 } })).toThrow(expect.objectContaining({ field: 'domain_authority' }));
-    expect(() => when(state, { type: C.GrantDomain, data: { ...grant.data, domain: 'risk.>' } })).toThrow(expect.objectContaining({ field: 'domain' }));
+    expect(() => when(state, { type: C.GrantDomain, data: { ...grant.data, domain_authority: 1.5 } })).toThrow(
+      expect.objectContaining({ field: 'domain_authority' }),
+    );
+    expect(() => when(state, { type: C.GrantDomain, data: { ...grant.data, domain: 'risk.>' } })).toThrow(
+      expect.objectContaining({ field: 'domain' }),
+    );
   });
 
   it('deactivation ends everything; commands on an unknown participant name participant_id', () => {
     const { state } = given(register, { type: C.DeactivateParticipant, data: { participant_id: 'agent-a' } });
     expect(state.status).toBe('deactivated');
-    expect(() => when(state, { type: C.RotateKey, data: { participant_id: 'agent-a', public_key: KEY_2 } })).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
+    expect(() => when(state, { type: C.RotateKey, data: { participant_id: 'agent-a', public_key: KEY_2 } })).toThrow(
+      expect.objectContaining({ code: 'CONFLICT' }),
+    );
     expect(() => when({ status: 'unregistered' }, { type: C.RevokeKey, data: { participant_id: 'x', key_id: 'k1' } })).toThrow(AcpError);
   });
 

@@ -143,7 +143,10 @@ export function decideRotateKey(command: RotateKey, state: ParticipantState): Re
   }
   const retired = s.participant.keys.filter((k) => k.status === 'active').map((k) => k.key_id);
   return emit(command, d.participant_id, [
-    { type: REGISTRY_EVENT_TYPES.KeyRotated, data: { participant_id: d.participant_id, key: { key_id: nextKeyId(s), public_key: publicKey }, retired_key_ids: retired } },
+    {
+      type: REGISTRY_EVENT_TYPES.KeyRotated,
+      data: { participant_id: d.participant_id, key: { key_id: nextKeyId(s), public_key: publicKey }, retired_key_ids: retired },
+    },
   ]);
 }
 
@@ -183,9 +186,15 @@ export function decideRevokeGrant(command: RevokeGrant, state: ParticipantState)
   const d = command.data;
   const s = requireActive(state, d.participant_id);
   if (!s.participant.grants[d.domain]) {
-    throw new AcpError('SCHEMA_VIOLATION', `participant ${d.participant_id} has no grant on ${d.domain} itself (grants are revoked where they were given)`, 'domain');
+    throw new AcpError(
+      'SCHEMA_VIOLATION',
+      `participant ${d.participant_id} has no grant on ${d.domain} itself (grants are revoked where they were given)`,
+      'domain',
+    );
   }
-  return emit(command, d.participant_id, [{ type: REGISTRY_EVENT_TYPES.DomainGrantRevoked, data: { participant_id: d.participant_id, domain: d.domain } }]);
+  return emit(command, d.participant_id, [
+    { type: REGISTRY_EVENT_TYPES.DomainGrantRevoked, data: { participant_id: d.participant_id, domain: d.domain } },
+  ]);
 }
 
 export function decideDeactivateParticipant(command: DeactivateParticipant, state: ParticipantState): RegistryEvent[] {

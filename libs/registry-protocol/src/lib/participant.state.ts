@@ -100,7 +100,9 @@ export function evolveParticipant(state: ParticipantState, event: RegistryEvent)
       return withRecord(state, { ...p, keys });
     }
     case REGISTRY_EVENT_TYPES.KeyRevoked: {
-      const keys = p.keys.map((k) => (k.key_id === event.data.key_id ? { ...k, status: 'revoked' as const, ended_at: event.occurred_at } : k));
+      const keys = p.keys.map((k) =>
+        k.key_id === event.data.key_id ? { ...k, status: 'revoked' as const, ended_at: event.occurred_at } : k,
+      );
       return withRecord(state, { ...p, keys });
     }
     case REGISTRY_EVENT_TYPES.DomainGranted: {

@@ -2,7 +2,12 @@ import { generateKeyPairSync, sign, verify } from 'node:crypto';
 import { checkFreshness, isNonce, signingInput } from './signing';
 
 describe('signed commands (14.1, 14.4)', () => {
-  const fields = { subject: 'acp.v1.propose', timestamp: '2026-01-01T00:00:00.000Z', nonce: 'n0nce-0123456789ab', participant_id: 'agent-a' };
+  const fields = {
+    subject: 'acp.v1.propose',
+    timestamp: '2026-01-01T00:00:00.000Z',
+    nonce: 'n0nce-0123456789ab',
+    participant_id: 'agent-a',
+  };
   const body = new TextEncoder().encode('{"a":1}');
 
   it('the signature binds subject, timestamp, nonce, participant and the exact body bytes', () => {

@@ -42,7 +42,10 @@ export function checkFreshness(timestamp: string, nowMs: number, skewMs: number)
   if (!Number.isFinite(instantMs)) return { fresh: false, reason: 'timestamp is not a valid instant' };
   const drift = instantMs - nowMs;
   if (Math.abs(drift) > skewMs) {
-    return { fresh: false, reason: `timestamp is ${Math.abs(drift)} ms ${drift < 0 ? 'old' : 'in the future'}; the window is ${skewMs} ms` };
+    return {
+      fresh: false,
+      reason: `timestamp is ${Math.abs(drift)} ms ${drift < 0 ? 'old' : 'in the future'}; the window is ${skewMs} ms`,
+    };
   }
   return { fresh: true, instantMs };
 }

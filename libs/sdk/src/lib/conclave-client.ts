@@ -61,7 +61,6 @@ export interface ProposeInput {
   [extension: string]: unknown;
 }
 
-
 /** A vote: the service computes the weight from the factors (spec 6.1). */
 export interface VoteInput {
   participant_id: string;
@@ -227,7 +226,9 @@ export class ConclaveClient {
 
   /** One escalation with its proposal, vote totals and the binding a resolution should carry. */
   async escalation(proposalId: string): Promise<EscalationView> {
-    const { escalation, proposal, votes, binding } = await this.request<EscalationView>(`${this.subjects.prefix}.v1.escalation.get`, { proposal_id: proposalId });
+    const { escalation, proposal, votes, binding } = await this.request<EscalationView>(`${this.subjects.prefix}.v1.escalation.get`, {
+      proposal_id: proposalId,
+    });
     return { escalation, proposal, votes, binding };
   }
 

@@ -27,20 +27,34 @@ describe('CouncilMember over NATS', () => {
       .onReview((_t, ctx) => (ctx.reportUsage({ tokens: 42 }), [{ review_id: 'r1' }]))
       .start();
     try {
-      expect(dec((await nc.request(`${prefix}.v1.tasks.m-1`, enc(task('proposal')))).data)).toEqual({ candidate_id: 'c-run1:1:proposal:m-1' });
-      expect(dec((await nc.request(`${prefix}.v1.tasks.m-1`, enc(task('review')))).data)).toEqual({ ok: true, artifact: [{ review_id: 'r1' }], usage: { tokens: 42 } });
-      expect(dec((await nc.request(`${prefix}.v1.tasks.m-1`, enc(task('synthesis')))).data)).toMatchObject({ ok: false, error: { code: 'UNSUPPORTED_STAGE' } });
+      expect(dec((await nc.request(`${prefix}.v1.tasks.m-1`, enc(task('proposal')))).data)).toEqual({
+        candidate_id: 'c-run1:1:proposal:m-1',
+      });
+      expect(dec((await nc.request(`${prefix}.v1.tasks.m-1`, enc(task('review')))).data)).toEqual({
+        ok: true,
+        artifact: [{ review_id: 'r1' }],
+        usage: { tokens: 42 },
+      });
+      expect(dec((await nc.request(`${prefix}.v1.tasks.m-1`, enc(task('synthesis')))).data)).toMatchObject({
+        ok: false,
+        error: { code: 'UNSUPPORTED_STAGE' },
+      });
     } finally {
       await m.stop();
     }
   });
 
   it('given a handler that throws, when a task arrives, then it reports a failure {ok: false, error}', async () => {
-    const m = new CouncilMember({ nc, memberId: 'm-2', prefix }).onPropose(() => {
-      throw new Error('provider down');
-    }).start();
+    const m = new CouncilMember({ nc, memberId: 'm-2', prefix })
+      .onPropose(() => {
+        throw new Error('provider down');
+      })
+      .start();
     try {
-      expect(dec((await nc.request(`${prefix}.v1.tasks.m-2`, enc(task('proposal', 'm-2')))).data)).toEqual({ ok: false, error: { code: 'MEMBER_FAILURE', message: 'provider down' } });
+      expect(dec((await nc.request(`${prefix}.v1.tasks.m-2`, enc(task('proposal', 'm-2')))).data)).toEqual({
+        ok: false,
+        error: { code: 'MEMBER_FAILURE', message: 'provider down' },
+      });
     } finally {
       await m.stop();
     }

@@ -151,7 +151,11 @@ export class CouncilMember {
   }
 
   /** Replies with a reply subject of our own and waits for the controller's verdict (until the deadline). */
-  private async respond(target: Msg, body: Record<string, unknown>, deadline: string): Promise<{ verdict: CouncilVerdict; msg: Msg } | undefined> {
+  private async respond(
+    target: Msg,
+    body: Record<string, unknown>,
+    deadline: string,
+  ): Promise<{ verdict: CouncilVerdict; msg: Msg } | undefined> {
     const nc = this.options.nc;
     if (nc.isClosed()) return undefined;
     const wire = body['ok'] === true && body['usage'] === undefined ? body['artifact'] : body;
@@ -237,7 +241,9 @@ export class CouncilClient {
    * run has ended; `actor` is who reads (taken from the signature when authentication is on).
    */
   async get(runId: string, actor?: string): Promise<RunRecord> {
-    return (await this.request<{ run_record: RunRecord }>(this.subjects.get, actor === undefined ? { run_id: runId } : { run_id: runId, actor })).run_record;
+    return (
+      await this.request<{ run_record: RunRecord }>(this.subjects.get, actor === undefined ? { run_id: runId } : { run_id: runId, actor })
+    ).run_record;
   }
 
   async reviseGoalContract(body: { run_id: string; goal_contract: unknown; frame_check_id?: string; actor: string }): Promise<void> {
@@ -262,7 +268,9 @@ export class CouncilClient {
     const h = extra ? headers() : undefined;
     if (h && extra) for (const [k, v] of Object.entries(extra)) h.set(k, v);
     const msg = await this.nc.request(subject, bytes, { timeout: this.timeoutMs, headers: h });
-    const reply = JSON.parse(decoder.decode(msg.data)) as ({ ok: true } & T) | { ok: false; error: { code: string; message: string; field?: string } };
+    const reply = JSON.parse(decoder.decode(msg.data)) as
+      | ({ ok: true } & T)
+      | { ok: false; error: { code: string; message: string; field?: string } };
     if (!reply.ok) throw new CouncilRequestError(reply.error);
     return reply;
   }

@@ -113,7 +113,9 @@ export function revisionFor(task: CouncilTask, b: ScriptedBehaviour): Record<str
   const own = task.inputs['candidate'] as Record<string, unknown>;
   const issues = task.inputs['selected_issues'] as { issue_id: string }[];
   const version = Number(own['version']);
-  const position = b.revisedPosition ? b.revisedPosition(String(own['position']), version) : `${own['position']} + rollback v${version + 1}`;
+  const position = b.revisedPosition
+    ? b.revisedPosition(String(own['position']), version)
+    : `${own['position']} + rollback v${version + 1}`;
   return {
     ...own,
     candidate_id: `${String(own['candidate_id']).replace(/-v\d+$/, '')}-v${version + 1}`,
@@ -158,7 +160,9 @@ export function scriptedArtifact(task: CouncilTask, memberId: string, b: Scripte
     case 'conflict-map':
       return conflictMapFor(task, round, b.extraConflicts ? b.extraConflicts(task, round) : []);
     case 'frame-check':
-      return b.frame ? b.frame(task, memberId, round) : { frame_check_id: `fc-${round}`, observer_member_id: memberId, result: 'frame-holds' };
+      return b.frame
+        ? b.frame(task, memberId, round)
+        : { frame_check_id: `fc-${round}`, observer_member_id: memberId, result: 'frame-holds' };
     case 'revision':
       return revisionFor(task, b);
     case 'synthesis':
@@ -211,7 +215,8 @@ export class ScriptedMember {
         this.notify();
       },
     });
-    for (const stage of ['proposal', 'review', 'conflict-map', 'frame-check', 'revision', 'synthesis'] as const) this.member.on(stage, answer);
+    for (const stage of ['proposal', 'review', 'conflict-map', 'frame-check', 'revision', 'synthesis'] as const)
+      this.member.on(stage, answer);
   }
 
   start(): this {
@@ -311,7 +316,12 @@ export function frameChallengerBehaviour(initialGoalContractId: string): Scripte
 
 /* Descriptors and a goal contract for scripted panels. */
 
-export function scriptedDescriptor(memberId: string, lens: string, councilRoles?: CouncilRole[], group = `group-${memberId}`): MemberDescriptor {
+export function scriptedDescriptor(
+  memberId: string,
+  lens: string,
+  councilRoles?: CouncilRole[],
+  group = `group-${memberId}`,
+): MemberDescriptor {
   const m: MemberDescriptor = {
     member_id: memberId,
     model_family: 'scripted',

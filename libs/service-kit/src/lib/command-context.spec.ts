@@ -57,7 +57,15 @@ describe('CommandContext: authentication and authorization (14.1, 14.2, 14.4)', 
 
   function signed(
     body: string,
-    opts: { key?: KeyObject; participant?: string; timestamp?: string; nonce?: string; subject?: string; signedSubject?: string; drop?: string } = {},
+    opts: {
+      key?: KeyObject;
+      participant?: string;
+      timestamp?: string;
+      nonce?: string;
+      subject?: string;
+      signedSubject?: string;
+      drop?: string;
+    } = {},
   ): CommandRequest {
     const bytes = new TextEncoder().encode(body);
     const fields = {
@@ -95,8 +103,16 @@ describe('CommandContext: authentication and authorization (14.1, 14.2, 14.4)', 
   });
 
   it('a stale or future timestamp and a replayed nonce: UNAUTHENTICATED', async () => {
-    await rejects(context.authenticate(signed('{}', { timestamp: new Date(now.getTime() - 31_000).toISOString() })), 'UNAUTHENTICATED', /old/);
-    await rejects(context.authenticate(signed('{}', { timestamp: new Date(now.getTime() + 31_000).toISOString() })), 'UNAUTHENTICATED', /future/);
+    await rejects(
+      context.authenticate(signed('{}', { timestamp: new Date(now.getTime() - 31_000).toISOString() })),
+      'UNAUTHENTICATED',
+      /old/,
+    );
+    await rejects(
+      context.authenticate(signed('{}', { timestamp: new Date(now.getTime() + 31_000).toISOString() })),
+      'UNAUTHENTICATED',
+      /future/,
+    );
     const request = signed('{}', { nonce: 'the-same-nonce-123456' });
     await context.authenticate(request);
     await rejects(context.authenticate(request), 'UNAUTHENTICATED', 'replayed');
@@ -116,7 +132,9 @@ describe('CommandContext: authentication and authorization (14.1, 14.2, 14.4)', 
     await expect(context.actAs(identity, 'bob', 'participant_id')).rejects.toMatchObject({ code: 'FORBIDDEN', field: 'participant_id' });
     expect(context.authorize(identity, 'respond', 'risk.credit')).toMatchObject({ domain: 'risk', domain_authority: 0.9 });
     expect(() => context.authorize(identity, 'respond', 'ops')).toThrow(expect.objectContaining({ code: 'FORBIDDEN' }));
-    expect(() => context.authorize(identity, 'resolve', 'risk')).toThrow(expect.objectContaining({ code: 'FORBIDDEN', field: 'resolved_by' }));
+    expect(() => context.authorize(identity, 'resolve', 'risk')).toThrow(
+      expect.objectContaining({ code: 'FORBIDDEN', field: 'resolved_by' }),
+    );
     expect(context.canRead(identity, 'internal')).toBe(true);
     expect(context.canRead(identity, 'confidential')).toBe(false);
   });

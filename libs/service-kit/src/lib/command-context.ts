@@ -175,7 +175,8 @@ export class CommandContext {
       }
     }
     if (!verified) throw unauthenticated(`the JWT does not verify with an active key of ${participant}: ${why}`);
-    if (verified.payload['body_sha256'] !== sha256Hex(request.getRawBody())) throw unauthenticated('the JWT is bound to another body (body_sha256)');
+    if (verified.payload['body_sha256'] !== sha256Hex(request.getRawBody()))
+      throw unauthenticated('the JWT is bound to another body (body_sha256)');
     const jti = String(verified.payload.jti);
     if (!isNonce(jti)) throw unauthenticated('jti must be 16 to 128 characters of [A-Za-z0-9_-]');
     const nonceKey = `${participantStream(participant).slice('participant-'.length)}.${jti}`;
@@ -189,7 +190,9 @@ export class CommandContext {
    */
   async actAs(identity: Identity, declared: string, field: string): Promise<Identity> {
     if (identity.via === 'declared') {
-      return declared === identity.participant_id ? identity : { participant_id: declared, via: 'declared', state: await this.loadState(declared) };
+      return declared === identity.participant_id
+        ? identity
+        : { participant_id: declared, via: 'declared', state: await this.loadState(declared) };
     }
     if (declared !== identity.participant_id) {
       throw new AcpError('FORBIDDEN', `${field} is ${declared} but the request is signed by ${identity.participant_id}`, field);

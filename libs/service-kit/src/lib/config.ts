@@ -15,10 +15,7 @@ export class ConfigError extends Error {
  * (STYLE.md rule 10: `process.env` appears nowhere else). Properties are decorated with
  * class-validator rules and class-transformer `@Expose({name: 'ENV_NAME'})`, `@Type(() => Number)`.
  */
-export function loadConfig<T extends object>(
-  cls: new () => T,
-  env: Record<string, string | undefined>,
-): T {
+export function loadConfig<T extends object>(cls: new () => T, env: Record<string, string | undefined>): T {
   const defined = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const config = plainToInstance(cls, defined, { excludeExtraneousValues: true, exposeDefaultValues: true });
   const errors = validateSync(config, { whitelist: false });

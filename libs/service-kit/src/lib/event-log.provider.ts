@@ -5,7 +5,6 @@ import { CHECKPOINTS, EVENT_LOG, NATS_CONNECTION, SERVICE_CONFIG, SNAPSHOTS } fr
 import { ObjectStoreSnapshots } from './snapshot-store';
 import { ServiceConfig } from './service-config';
 
-
 /** The event log the configuration names: EventStoreDB when EVENTSTORE_URL is set, else JetStream. */
 export async function createEventLog(config: ServiceConfig, nc: NatsConnection): Promise<EventLog<LogEvent>> {
   if (config.eventStoreUrl) {
@@ -36,6 +35,7 @@ export const eventLogProviders: Provider[] = [
     // Reactors' snapshots: in a JetStream object store whichever log is used.
     provide: SNAPSHOTS,
     inject: [SERVICE_CONFIG, NATS_CONNECTION],
-    useFactory: (config: ServiceConfig, nc: NatsConnection) => ObjectStoreSnapshots.create(nc, `${config.eventStream}_SNAPSHOTS`, config.logReplicas),
+    useFactory: (config: ServiceConfig, nc: NatsConnection) =>
+      ObjectStoreSnapshots.create(nc, `${config.eventStream}_SNAPSHOTS`, config.logReplicas),
   },
 ];

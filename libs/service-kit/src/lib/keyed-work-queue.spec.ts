@@ -11,9 +11,17 @@ describe('KeyedWorkQueue', () => {
     const q = new KeyedWorkQueue(10, () => undefined);
     const order: string[] = [];
     const gate = deferred();
-    await q.submit('a', async () => { order.push('a1 start'); await gate.promise; order.push('a1 end'); });
-    await q.submit('a', async () => { order.push('a2'); });
-    await q.submit('b', async () => { order.push('b1'); });
+    await q.submit('a', async () => {
+      order.push('a1 start');
+      await gate.promise;
+      order.push('a1 end');
+    });
+    await q.submit('a', async () => {
+      order.push('a2');
+    });
+    await q.submit('b', async () => {
+      order.push('b1');
+    });
     await Promise.resolve();
     expect(order).toEqual(['a1 start', 'b1']);
     gate.resolve();
@@ -39,8 +47,12 @@ describe('KeyedWorkQueue', () => {
     const errors: unknown[] = [];
     const q = new KeyedWorkQueue(4, (_k, e) => errors.push(e));
     let ran = false;
-    await q.submit('a', async () => { throw new Error('boom'); });
-    await q.submit('a', async () => { ran = true; });
+    await q.submit('a', async () => {
+      throw new Error('boom');
+    });
+    await q.submit('a', async () => {
+      ran = true;
+    });
     await q.drain();
     expect(errors).toHaveLength(1);
     expect(ran).toBe(true);

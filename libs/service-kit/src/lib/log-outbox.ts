@@ -1,5 +1,14 @@
 import { Inject, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
-import { CategoryFilter, CheckpointConflictError, CheckpointStore, EventLog, LogEvent, StartFrom, StoredEvent, Subscription } from '@conclave/event-log';
+import {
+  CategoryFilter,
+  CheckpointConflictError,
+  CheckpointStore,
+  EventLog,
+  LogEvent,
+  StartFrom,
+  StoredEvent,
+  Subscription,
+} from '@conclave/event-log';
 import { publishJsonOnce } from '@conclave/messaging';
 import { headers as natsHeaders, JetStreamClient, NatsConnection } from 'nats';
 import { Readiness } from './readiness';
@@ -41,7 +50,13 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
   private inFlight: Promise<unknown>[] = [];
   /** Set by Nest after construction (subclasses keep their constructors). */
   @Optional() @Inject(ConclaveMetrics) private readonly metrics?: ConclaveMetrics;
-  private meters: { latency: ReturnType<ConclaveMetrics['histogram']>; published: ReturnType<ConclaveMetrics['counter']>; restarts: ReturnType<ConclaveMetrics['counter']> } | undefined;
+  private meters:
+    | {
+        latency: ReturnType<ConclaveMetrics['histogram']>;
+        published: ReturnType<ConclaveMetrics['counter']>;
+        restarts: ReturnType<ConclaveMetrics['counter']>;
+      }
+    | undefined;
 
   protected constructor(
     private readonly outbox: { checkpoint: string; categories: CategoryFilter },

@@ -52,7 +52,8 @@ export function idIn(body: unknown, key: string): string | undefined {
 
 function cleanFields(fields: LogFields): LogFields {
   const out: LogFields = {};
-  for (const [k, v] of Object.entries(fields) as [keyof LogFields, string | undefined][]) if (typeof v === 'string' && ID.test(v)) out[k] = v;
+  for (const [k, v] of Object.entries(fields) as [keyof LogFields, string | undefined][])
+    if (typeof v === 'string' && ID.test(v)) out[k] = v;
   return out;
 }
 
@@ -67,7 +68,11 @@ const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
  * per process: where several services share a process (the end-to-end tests), the first one's
  * name and destination apply to all.
  */
-export function loggingModule(service: string, config: { logFormat: string; logLevel: string }, destination?: NodeJS.WritableStream): DynamicModule {
+export function loggingModule(
+  service: string,
+  config: { logFormat: string; logLevel: string },
+  destination?: NodeJS.WritableStream,
+): DynamicModule {
   const stream = destination ?? (config.logFormat === 'json' ? process.stdout : textLines(process.stdout));
   return LoggerModule.forRoot({
     pinoHttp: [
@@ -83,7 +88,10 @@ export function loggingModule(service: string, config: { logFormat: string; logL
           req: (req: { method?: string; url?: string }) => ({ method: req.method, path: (req.url ?? '').split('?')[0] }),
           res: (res: { statusCode?: number }) => ({ status: res.statusCode }),
         },
-        redact: { paths: ['authorization', '*.authorization', 'headers', '*.headers', 'password', '*.password', 'token', '*.token'], remove: true },
+        redact: {
+          paths: ['authorization', '*.authorization', 'headers', '*.headers', 'password', '*.password', 'token', '*.token'],
+          remove: true,
+        },
       },
       stream,
     ],
@@ -120,6 +128,9 @@ export function formatLine(line: string): string {
     .filter(([k]) => !SHOWN_FIRST.has(k))
     .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`);
   const err = r['err'] as { stack?: string; message?: string } | undefined;
-  return [time, level.padEnd(5), r['service'], r['context'] ? `[${r['context']}]` : '', r['msg'], ...extras].filter((p) => p !== '' && p !== undefined).join(' ') +
-    (err ? `\n${err.stack ?? err.message}` : '');
+  return (
+    [time, level.padEnd(5), r['service'], r['context'] ? `[${r['context']}]` : '', r['msg'], ...extras]
+      .filter((p) => p !== '' && p !== undefined)
+      .join(' ') + (err ? `\n${err.stack ?? err.message}` : '')
+  );
 }

@@ -40,7 +40,9 @@ export class MeteredEventLog<E extends LogEvent = LogEvent> implements EventLog<
     const category = safeCategory(stream);
     const end = this.latency.startTimer({ category });
     try {
-      const result = await traced('eventlog.append', SpanKind.CLIENT, { 'conclave.category': category }, () => this.inner.append(stream, events, expected));
+      const result = await traced('eventlog.append', SpanKind.CLIENT, { 'conclave.category': category }, () =>
+        this.inner.append(stream, events, expected),
+      );
       this.appends.inc({ category, result: result.duplicate ? 'duplicate' : 'ok' });
       if (!result.duplicate) {
         this.appended.inc({ category }, events.length);
@@ -98,7 +100,10 @@ const PROBE_TIMEOUT_MS = 1_000;
  * last-by-subject get per category). Undefined when the log is not JetStream or cannot answer:
  * a reactor's lag is then not reported rather than guessed.
  */
-export function categoryHeadProbe(config: ServiceConfig, nc: NatsConnection | undefined): ((categories: CategoryFilter) => Promise<number | undefined>) | undefined {
+export function categoryHeadProbe(
+  config: ServiceConfig,
+  nc: NatsConnection | undefined,
+): ((categories: CategoryFilter) => Promise<number | undefined>) | undefined {
   if (config.eventStoreUrl || !nc) return undefined;
   const subjects = (categories: CategoryFilter) =>
     categories === '*' ? [`${config.eventSubjectPrefix}.evt.>`] : categories.map((c) => `${config.eventSubjectPrefix}.evt.${c}.*`);

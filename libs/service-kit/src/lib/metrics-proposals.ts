@@ -1,4 +1,11 @@
-import { isTerminalEvent, PROPOSAL_COMMAND_TYPES, PROPOSAL_EVENT_TYPES, ProposalCommand, ProposalEvent, ProposalState } from '@conclave/acp-protocol';
+import {
+  isTerminalEvent,
+  PROPOSAL_COMMAND_TYPES,
+  PROPOSAL_EVENT_TYPES,
+  ProposalCommand,
+  ProposalEvent,
+  ProposalState,
+} from '@conclave/acp-protocol';
 import type { AggregateCacheStats, CommandOutcome } from '@conclave/event-log';
 import { ConclaveMetrics, METRICS } from './metrics';
 

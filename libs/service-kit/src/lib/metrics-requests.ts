@@ -27,7 +27,8 @@ export function metricsObserver(metrics: ConclaveMetrics): RequestObserver {
       const error = errorOf(reply);
       if (!error) return;
       errors.inc({ subject, code: error.code });
-      if (REFUSALS.has(error.code)) refusals.inc({ subject, code: error.code, reason: error.field && REASON.test(error.field) ? error.field : 'none' });
+      if (REFUSALS.has(error.code))
+        refusals.inc({ subject, code: error.code, reason: error.field && REASON.test(error.field) ? error.field : 'none' });
     },
   };
 }
@@ -55,7 +56,11 @@ export function logContextObserver(): RequestObserver {
             done(errorOf(reply)?.code ?? 'ok');
             return reply;
           } catch (err) {
-            done((err as { code?: unknown })?.code && typeof (err as { code?: unknown }).code === 'string' ? String((err as { code: string }).code) : 'failed');
+            done(
+              (err as { code?: unknown })?.code && typeof (err as { code?: unknown }).code === 'string'
+                ? String((err as { code: string }).code)
+                : 'failed',
+            );
             throw err;
           }
         },

@@ -19,7 +19,8 @@ export function processMetrics(): Registry {
     collectDefaultMetrics({ register: processRegistry });
     // Gauges named like counters (promtool refuses them); the same counts stay, by type, in
     // nodejs_active_handles, nodejs_active_requests and nodejs_active_resources.
-    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) processRegistry.removeSingleMetric(name);
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'])
+      processRegistry.removeSingleMetric(name);
   }
   return processRegistry;
 }
@@ -35,39 +36,100 @@ interface Def<T extends 'counter' | 'gauge' | 'histogram'> {
 }
 const counter = (name: string, help: string, labels: readonly string[] = []): Def<'counter'> => ({ type: 'counter', name, help, labels });
 const gauge = (name: string, help: string, labels: readonly string[] = []): Def<'gauge'> => ({ type: 'gauge', name, help, labels });
-const histogram = (name: string, help: string, labels: readonly string[], buckets: readonly number[]): Def<'histogram'> => ({ type: 'histogram', name, help, labels, buckets });
+const histogram = (name: string, help: string, labels: readonly string[], buckets: readonly number[]): Def<'histogram'> => ({
+  type: 'histogram',
+  name,
+  help,
+  labels,
+  buckets,
+});
 
 /** Every Conclave series (names `conclave_<area>_<what>_<unit>`); docs/operations.md describes each. */
 export const METRICS = {
   apiRequests: counter('conclave_api_requests_total', 'NATS API requests answered, by subject (without the prefix)', ['subject']),
-  apiErrors: counter('conclave_api_errors_total', 'NATS API requests answered with an error, by subject and error code', ['subject', 'code']),
-  apiDuration: histogram('conclave_api_request_duration_seconds', 'Time from receiving a NATS API request to replying', ['subject'], LATENCY_BUCKETS),
-  authRefusals: counter('conclave_auth_refusals_total', 'Commands refused by authentication or authorization, by subject, code and reason (the refused field)', ['subject', 'code', 'reason']),
-  logAppends: counter('conclave_eventlog_appends_total', 'Event-log appends by stream category and result (ok, duplicate, conflict, error)', ['category', 'result']),
-  logAppendedEvents: counter('conclave_eventlog_appended_events_total', 'Events written to the event log, by stream category', ['category']),
-  logAppendDuration: histogram('conclave_eventlog_append_duration_seconds', 'Event-log append latency, by stream category', ['category'], LATENCY_BUCKETS),
-  reactorPosition: gauge('conclave_reactor_position', 'Log position (JetStream sequence) of the last event the reactor handled', ['reactor']),
-  reactorLag: gauge('conclave_reactor_lag_events', 'Log sequence numbers between the reactor position and the newest event of its categories (0 when caught up; JetStream log only)', ['reactor']),
+  apiErrors: counter('conclave_api_errors_total', 'NATS API requests answered with an error, by subject and error code', [
+    'subject',
+    'code',
+  ]),
+  apiDuration: histogram(
+    'conclave_api_request_duration_seconds',
+    'Time from receiving a NATS API request to replying',
+    ['subject'],
+    LATENCY_BUCKETS,
+  ),
+  authRefusals: counter(
+    'conclave_auth_refusals_total',
+    'Commands refused by authentication or authorization, by subject, code and reason (the refused field)',
+    ['subject', 'code', 'reason'],
+  ),
+  logAppends: counter(
+    'conclave_eventlog_appends_total',
+    'Event-log appends by stream category and result (ok, duplicate, conflict, error)',
+    ['category', 'result'],
+  ),
+  logAppendedEvents: counter('conclave_eventlog_appended_events_total', 'Events written to the event log, by stream category', [
+    'category',
+  ]),
+  logAppendDuration: histogram(
+    'conclave_eventlog_append_duration_seconds',
+    'Event-log append latency, by stream category',
+    ['category'],
+    LATENCY_BUCKETS,
+  ),
+  reactorPosition: gauge('conclave_reactor_position', 'Log position (JetStream sequence) of the last event the reactor handled', [
+    'reactor',
+  ]),
+  reactorLag: gauge(
+    'conclave_reactor_lag_events',
+    'Log sequence numbers between the reactor position and the newest event of its categories (0 when caught up; JetStream log only)',
+    ['reactor'],
+  ),
   reactorHandled: counter('conclave_reactor_events_handled_total', 'Events the reactor handled since the process started', ['reactor']),
   reactorFollowing: gauge('conclave_reactor_following', '1 while the reactor follows the log and has caught up, else 0', ['reactor']),
   timerItems: gauge('conclave_timer_queue_items', 'Items in a timer queue (waiting or being retried)', ['queue']),
   timerDue: gauge('conclave_timer_queue_due_items', 'Timer-queue items whose time has come (due now or retrying)', ['queue']),
-  outboxPublishDuration: histogram('conclave_outbox_publish_duration_seconds', 'Time from publishing an outbox message to its JetStream acknowledgement', ['outbox'], LATENCY_BUCKETS),
+  outboxPublishDuration: histogram(
+    'conclave_outbox_publish_duration_seconds',
+    'Time from publishing an outbox message to its JetStream acknowledgement',
+    ['outbox'],
+    LATENCY_BUCKETS,
+  ),
   outboxPublished: counter('conclave_outbox_published_messages_total', 'Outbox messages acknowledged by JetStream', ['outbox']),
   outboxPending: gauge('conclave_outbox_pending_messages', 'Outbox messages published and not yet acknowledged', ['outbox']),
-  outboxRestarts: counter('conclave_outbox_restarts_total', 'Times an outbox resumed from its checkpoint after a failed publish or subscription', ['outbox']),
+  outboxRestarts: counter(
+    'conclave_outbox_restarts_total',
+    'Times an outbox resumed from its checkpoint after a failed publish or subscription',
+    ['outbox'],
+  ),
   cacheLookups: counter('conclave_proposal_cache_lookups_total', 'Proposal cache lookups by result (hit, miss)', ['result']),
   cacheEntries: gauge('conclave_proposal_cache_entries', 'Proposals whose folded state is cached in memory'),
-  decisions: counter('conclave_acp_decisions_total', 'Decisions recorded (terminal proposal events), by outcome and trigger', ['outcome', 'trigger']),
-  quorumToDecision: histogram('conclave_acp_quorum_to_decision_seconds', 'From the event that met the quorum policy to the recorded resolution', [], DELAY_BUCKETS),
-  expiryLateness: histogram('conclave_acp_expiry_lateness_seconds', 'From a proposal\'s expires_at to its recorded expiry (includes CONCLAVE_EXPIRY_GRACE_MS)', [], DELAY_BUCKETS),
+  decisions: counter('conclave_acp_decisions_total', 'Decisions recorded (terminal proposal events), by outcome and trigger', [
+    'outcome',
+    'trigger',
+  ]),
+  quorumToDecision: histogram(
+    'conclave_acp_quorum_to_decision_seconds',
+    'From the event that met the quorum policy to the recorded resolution',
+    [],
+    DELAY_BUCKETS,
+  ),
+  expiryLateness: histogram(
+    'conclave_acp_expiry_lateness_seconds',
+    "From a proposal's expires_at to its recorded expiry (includes CONCLAVE_EXPIRY_GRACE_MS)",
+    [],
+    DELAY_BUCKETS,
+  ),
   pendingProposals: gauge('conclave_acp_pending_proposals', 'Proposals not yet decided (pending), as the resolver folds them'),
   openEscalations: gauge('conclave_escalation_open_escalations', 'Escalations waiting for a human'),
-  ladderSteps: counter('conclave_escalation_ladder_steps_total', 'Escalation steps recorded (routed, reminded, reassigned, signed_off, defaulted)', ['step']),
+  ladderSteps: counter(
+    'conclave_escalation_ladder_steps_total',
+    'Escalation steps recorded (routed, reminded, reassigned, signed_off, defaulted)',
+    ['step'],
+  ),
   councilRuns: counter('conclave_council_runs_total', 'Council runs that reached a state (started, or a terminal state)', ['state']),
   councilTaskFailures: counter('conclave_council_member_task_failures_total', 'Council member tasks that failed, by reason', ['reason']),
   councilTokens: counter('conclave_council_tokens_total', 'Tokens reported spent by council members'),
-  councilCost: counter('conclave_council_cost_total', 'Cost reported spent by council members, in the budget\'s unit'),
+  councilCost: counter('conclave_council_cost_total', "Cost reported spent by council members, in the budget's unit"),
   auditChainEntries: gauge('conclave_audit_chain_entries', 'Entries in the audit hash chain (its head sequence)'),
 } as const;
 
@@ -137,8 +199,16 @@ export class ConclaveMetrics {
   }
 
   histogram(def: Def<'histogram'>): Histogram<string> {
-    return this.family(def.name, () =>
-      new Histogram({ name: def.name, help: def.help, labelNames: def.labels, buckets: [...(def.buckets ?? LATENCY_BUCKETS)], registers: [this.registry] }),
+    return this.family(
+      def.name,
+      () =>
+        new Histogram({
+          name: def.name,
+          help: def.help,
+          labelNames: def.labels,
+          buckets: [...(def.buckets ?? LATENCY_BUCKETS)],
+          registers: [this.registry],
+        }),
     );
   }
 

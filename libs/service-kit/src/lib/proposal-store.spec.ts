@@ -8,8 +8,14 @@ const submit = (id: string): SubmitProposal => ({
   now: '2025-01-15T10:00:00Z',
   actor: 'alice',
   data: {
-    proposal_id: id, type: 'proposal', domain: 'risk.credit', author: 'alice', payload: {}, quorum: 1,
-    created_at: '2025-01-15T10:00:00Z', expires_at: null,
+    proposal_id: id,
+    type: 'proposal',
+    domain: 'risk.credit',
+    author: 'alice',
+    payload: {},
+    quorum: 1,
+    created_at: '2025-01-15T10:00:00Z',
+    expires_at: null,
   },
 });
 
@@ -45,7 +51,10 @@ describe('ProposalStore: read, decide, compare-and-swap append (RFC 15.4)', () =
     const a = new ProposalStore(log, DEFAULT_DECIDER_CONFIG);
     const b = new ProposalStore(log, DEFAULT_DECIDER_CONFIG);
     const id = '01JDDDDDDDDDDDDDDDDDDDDDDD';
-    const results = await Promise.allSettled([a.execute(submit(id)), b.execute({ ...submit(id), command_id: '01JEEEEEEEEEEEEEEEEEEEEEEE', actor: 'bob' })]);
+    const results = await Promise.allSettled([
+      a.execute(submit(id)),
+      b.execute({ ...submit(id), command_id: '01JEEEEEEEEEEEEEEEEEEEEEEE', actor: 'bob' }),
+    ]);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     const rejected = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
     expect((rejected.reason as AcpError).code).toBe('DUPLICATE_PROPOSAL_ID');
@@ -62,7 +71,9 @@ describe('ProposalStore.execute with a preloaded proposal', () => {
     await store.execute(submit(id));
     // Another proposal under the same id (an identical one would be a harmless retry).
     const other = submit(id);
-    const error = await store.execute({ ...other, command_id: '01JGGGGGGGGGGGGGGGGGGGGGGG', data: { ...other.data, quorum: other.data.quorum + 1 } }, stale).catch((e: unknown) => e);
+    const error = await store
+      .execute({ ...other, command_id: '01JGGGGGGGGGGGGGGGGGGGGGGG', data: { ...other.data, quorum: other.data.quorum + 1 } }, stale)
+      .catch((e: unknown) => e);
     expect((error as AcpError).code).toBe('DUPLICATE_PROPOSAL_ID');
     expect((await log.read(`proposal-${id}`)).events).toHaveLength(1);
   });

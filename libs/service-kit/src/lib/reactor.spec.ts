@@ -1,4 +1,11 @@
-import { InMemoryEventLog, LogUnavailableError, type EventLog, type LogEvent, type StoredEvent, type Subscription } from '@conclave/event-log';
+import {
+  InMemoryEventLog,
+  LogUnavailableError,
+  type EventLog,
+  type LogEvent,
+  type StoredEvent,
+  type Subscription,
+} from '@conclave/event-log';
 import { Readiness } from './readiness';
 import { Reactor, type ReactorDefinition } from './reactor';
 import { MemorySnapshots } from './snapshot-store';

@@ -1,13 +1,5 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
-import {
-  CategoryFilter,
-  EventLog,
-  LogEvent,
-  LogUnavailableError,
-  StartFrom,
-  StoredEvent,
-  Subscription,
-} from '@conclave/event-log';
+import { CategoryFilter, EventLog, LogEvent, LogUnavailableError, StartFrom, StoredEvent, Subscription } from '@conclave/event-log';
 import { Readiness } from './readiness';
 import { ServiceConfig } from './service-config';
 import { EVENT_LOG, FATAL, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_NAME, SNAPSHOTS } from './tokens';
@@ -167,7 +159,8 @@ export class Reactor<E extends LogEvent> {
         if (this.unsaved++ === 0) this.firstUnsavedAt = Date.now();
         // Taken between two events, so the state is exactly the one at `position`; awaiting the
         // save keeps a slow store from piling up snapshots.
-        if (this.unsaved >= this.snapshots.everyEvents || Date.now() - this.firstUnsavedAt >= this.snapshots.everyMs) await this.saveSnapshot();
+        if (this.unsaved >= this.snapshots.everyEvents || Date.now() - this.firstUnsavedAt >= this.snapshots.everyMs)
+          await this.saveSnapshot();
       }
     });
     this.subscription = sub;
@@ -257,7 +250,14 @@ export class Reactors {
       everyEvents: this.config.snapshotEveryEvents,
       everyMs: this.config.snapshotEveryMs,
     };
-    const reactor = new Reactor(this.log as unknown as EventLog<E>, definition, this.fatal, this.config.resubscribeGiveUpMs, this.readiness, policy);
+    const reactor = new Reactor(
+      this.log as unknown as EventLog<E>,
+      definition,
+      this.fatal,
+      this.config.resubscribeGiveUpMs,
+      this.readiness,
+      policy,
+    );
     if (this.metrics) trackReactor(this.metrics, definition.name, definition.categories, reactor, this.headOf());
     return reactor;
   }

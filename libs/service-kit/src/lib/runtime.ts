@@ -1,10 +1,5 @@
 import { Provider } from '@nestjs/common';
-import {
-  AcpError,
-  DEFAULT_DECIDER_CONFIG,
-  DeciderConfig,
-  parseEscalationPolicies,
-} from '@conclave/acp-protocol';
+import { AcpError, DEFAULT_DECIDER_CONFIG, DeciderConfig, parseEscalationPolicies } from '@conclave/acp-protocol';
 import { randomFillSync } from 'node:crypto';
 import { ulid } from 'ulid';
 import { ConfigError } from './config';
@@ -19,7 +14,6 @@ export interface IdGenerator {
   /** A fresh ULID (non-monotonic: event ids derive from it, see deriveEventId). */
   next(): string;
 }
-
 
 export const systemClock: Clock = { now: () => new Date() };
 

@@ -14,7 +14,6 @@ import { fatalHandlerFor, Reactors } from './reactor';
 import { runtimeProviders } from './runtime';
 import type { EventLog } from '@conclave/event-log';
 
-
 function readCreds(path: string): Uint8Array {
   try {
     return readFileSync(path);
@@ -80,7 +79,8 @@ export class ServiceKitModule {
           // The log with its appends counted and timed.
           provide: EVENT_LOG,
           inject: [SERVICE_CONFIG, NATS_CONNECTION, ConclaveMetrics],
-          useFactory: async (c: ServiceConfig, nc: NatsConnection, metrics: ConclaveMetrics) => new MeteredEventLog(await createEventLog(c, nc), metrics),
+          useFactory: async (c: ServiceConfig, nc: NatsConnection, metrics: ConclaveMetrics) =>
+            new MeteredEventLog(await createEventLog(c, nc), metrics),
         },
         NatsConnectionCloser,
         TracingFlush,

@@ -59,9 +59,17 @@ describe('TimerQueue', () => {
   it('property: whatever fails and however items are rescheduled, every item not cancelled in the end runs to done', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ key: fc.integer({ min: 0, max: 9 }), delay: fc.integer({ min: 0, max: 15 }), failures: fc.integer({ min: 0, max: 2 }), cancel: fc.boolean() }), {
-          maxLength: 30,
-        }),
+        fc.array(
+          fc.record({
+            key: fc.integer({ min: 0, max: 9 }),
+            delay: fc.integer({ min: 0, max: 15 }),
+            failures: fc.integer({ min: 0, max: 2 }),
+            cancel: fc.boolean(),
+          }),
+          {
+            maxLength: 30,
+          },
+        ),
         async (plan) => {
           const failuresLeft = new Map<string, number>();
           const done = new Map<string, number>();

@@ -57,7 +57,11 @@ export async function stopTracing(): Promise<void> {
 export class TracingFlush implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     const provider = trace.getTracerProvider() as { getDelegate?: () => { forceFlush?: () => Promise<void> } };
-    if (tracingOn()) await provider.getDelegate?.().forceFlush?.().catch(() => undefined);
+    if (tracingOn())
+      await provider
+        .getDelegate?.()
+        .forceFlush?.()
+        .catch(() => undefined);
   }
 }
 
@@ -76,7 +80,11 @@ export function tracingObserver(): RequestObserver {
     around(request, handle) {
       if (!tracingOn()) return handle();
       const parent = propagation.extract(ROOT_CONTEXT, request.headers, natsGetter);
-      const attributes: Record<string, string> = { 'messaging.system': 'nats', 'messaging.operation.type': 'process', 'messaging.destination.name': request.subject };
+      const attributes: Record<string, string> = {
+        'messaging.system': 'nats',
+        'messaging.operation.type': 'process',
+        'messaging.destination.name': request.subject,
+      };
       const proposal = idIn(request.body, 'proposal_id');
       const run = idIn(request.body, 'run_id');
       if (proposal) attributes['conclave.proposal_id'] = proposal;
@@ -124,7 +132,11 @@ export function traced<T>(name: string, kind: SpanKind, attributes: Record<strin
  * A PRODUCER span around one publish, its `traceparent` handed to `send` for the message's
  * headers: a consumer continues the trace from the message it reads.
  */
-export async function producerSpan<T>(name: string, attributes: Record<string, string>, send: (carrier: Record<string, string>) => Promise<T>): Promise<T> {
+export async function producerSpan<T>(
+  name: string,
+  attributes: Record<string, string>,
+  send: (carrier: Record<string, string>) => Promise<T>,
+): Promise<T> {
   const span = trace.getTracer(TRACER).startSpan(name, { kind: SpanKind.PRODUCER, attributes });
   const carrier: Record<string, string> = {};
   propagation.inject(trace.setSpan(context.active(), span), carrier);

@@ -23,7 +23,9 @@ function rankedRequest(groups: [number, string[]][], seed = 'seed-1'): Aggregati
   for (const [count, order] of groups) {
     for (let i = 0; i < count; i++) {
       const reviewer = `voter-${n++}`;
-      order.forEach((target, pos) => reviews.push(review(reviewer, target, { overall: order.length - pos }, pos === 0 ? order : undefined)));
+      order.forEach((target, pos) =>
+        reviews.push(review(reviewer, target, { overall: order.length - pos }, pos === 0 ? order : undefined)),
+      );
     }
   }
   return { candidate_ids, reviews, authors: Object.fromEntries(candidate_ids.map((id) => [id, `author-${id}`])), seed };
@@ -80,7 +82,15 @@ describe('spec 15.2 run aggregation: pairwise methods on the classic fixtures', 
     expect(r.detail.method === 'schulze' && r.detail.strongest_paths['E']['D']).toBe(31);
   });
   it('given a perfect three-way cycle, when aggregated by Schulze, then all three tie and only the seed picks, and says so', () => {
-    const cycle = (seed: string) => rankedRequest([[1, ['A', 'B', 'C']], [1, ['B', 'C', 'A']], [1, ['C', 'A', 'B']]], seed);
+    const cycle = (seed: string) =>
+      rankedRequest(
+        [
+          [1, ['A', 'B', 'C']],
+          [1, ['B', 'C', 'A']],
+          [1, ['C', 'A', 'B']],
+        ],
+        seed,
+      );
     const picks = new Set<string>();
     for (let i = 0; i < 12; i++) {
       const r = aggregateRun(cycle(`s${i}`), { method: 'schulze' });
@@ -95,21 +105,34 @@ describe('spec 15.2 run aggregation: pairwise methods on the classic fixtures', 
 
 describe('spec 15.2 Bradley–Terry and Plackett–Luce', () => {
   it('given a beats b on 3 ballots and b beats a on 1, when fitted with one virtual tie, then P(a beats b) = 3.5 / 5', () => {
-    const r = aggregateRun(rankedRequest([[3, ['a', 'b']], [1, ['b', 'a']]]), { method: 'bradley-terry' });
+    const r = aggregateRun(
+      rankedRequest([
+        [3, ['a', 'b']],
+        [1, ['b', 'a']],
+      ]),
+      { method: 'bradley-terry' },
+    );
     const s = r.detail.method === 'bradley-terry' ? r.detail.fit.strengths : {};
     expect(s['a'] / (s['a'] + s['b'])).toBeCloseTo(0.7, 9);
     expect(r.selected).toBe('a');
   });
   it('given two candidates, when fitted by Plackett–Luce, then it agrees with Bradley–Terry (pairwise rankings are the same likelihood)', () => {
-    const req = rankedRequest([[4, ['a', 'b']], [2, ['b', 'a']]]);
+    const req = rankedRequest([
+      [4, ['a', 'b']],
+      [2, ['b', 'a']],
+    ]);
     const bt = aggregateRun(req, { method: 'bradley-terry' });
     const pl = aggregateRun(req, { method: 'plackett-luce' });
-    const strengths = (r: typeof bt) => (r.detail.method === 'bradley-terry' || r.detail.method === 'plackett-luce' ? r.detail.fit.strengths : {});
+    const strengths = (r: typeof bt) =>
+      r.detail.method === 'bradley-terry' || r.detail.method === 'plackett-luce' ? r.detail.fit.strengths : {};
     expect(strengths(pl)['a']).toBeCloseTo(strengths(bt)['a'], 9);
   });
   it('given no prior and a candidate that wins everything, when fitted, then the fit does not converge and says so', () => {
     const req = rankedRequest([[3, ['a', 'b', 'c']]]);
-    const fit = fitChoiceModel(req.candidate_ids, bradleyTerryEvents(pairwiseMatrix(req.candidate_ids, reviewerBallots(req))), { prior_comparisons: 0, max_iterations: 200 });
+    const fit = fitChoiceModel(req.candidate_ids, bradleyTerryEvents(pairwiseMatrix(req.candidate_ids, reviewerBallots(req))), {
+      prior_comparisons: 0,
+      max_iterations: 200,
+    });
     expect(fit.converged).toBe(false);
   });
 });
@@ -141,7 +164,13 @@ describe('spec 15.2 weighted rubric, test-first elimination, human decision', ()
   });
   it('given A fails an executable test, when test-first elimination runs, then A is out whatever its rubric, and B wins', () => {
     const r = aggregateRun(
-      { ...req, test_results: [{ candidate_id: 'A', passed: 3, failed: 1, evidence_refs: ['ci-1'] }, { candidate_id: 'B', passed: 4, failed: 0, evidence_refs: ['ci-2'] }] },
+      {
+        ...req,
+        test_results: [
+          { candidate_id: 'A', passed: 3, failed: 1, evidence_refs: ['ci-1'] },
+          { candidate_id: 'B', passed: 4, failed: 0, evidence_refs: ['ci-2'] },
+        ],
+      },
       { method: 'test-first-elimination', then: { method: 'weighted-rubric', weights: { evidence: 3, correctness: 1 } } },
     );
     expect(r.eliminated).toEqual([{ candidate_id: 'A', reason: 'failed 1 executable test(s)' }]);
@@ -169,8 +198,24 @@ describe('spec 15.2 weighted rubric, test-first elimination, human decision', ()
         conflict_map: {
           conflict_map_id: 'cm-1',
           conflicts: [
-            { conflict_id: 'conflict-01', type: 'value', positions: ['A', 'B'], description: 'speed or safety', value_owner: 'owner-1', decision_impact: 'high', status: 'unresolved' },
-            { conflict_id: 'conflict-02', type: 'fact', positions: ['A', 'C'], description: 'x', discriminating_evidence: 'y', decision_impact: 'low', status: 'resolved' },
+            {
+              conflict_id: 'conflict-01',
+              type: 'value',
+              positions: ['A', 'B'],
+              description: 'speed or safety',
+              value_owner: 'owner-1',
+              decision_impact: 'high',
+              status: 'unresolved',
+            },
+            {
+              conflict_id: 'conflict-02',
+              type: 'fact',
+              positions: ['A', 'C'],
+              description: 'x',
+              discriminating_evidence: 'y',
+              decision_impact: 'low',
+              status: 'resolved',
+            },
           ],
         },
       },
@@ -180,21 +225,33 @@ describe('spec 15.2 weighted rubric, test-first elimination, human decision', ()
     expect(r.human_decision).toMatchObject({ decision_owner: 'owner-1', conflict_ids: ['conflict-01'], candidate_ids: ['A', 'B', 'C'] });
     expect(r.human_decision?.frontier).toEqual(expect.arrayContaining(['A', 'B']));
   });
-  it.each(ALL_METHODS.map((m) => [m.method, m] as const))('given %s, then the explanation states the layers used and that capability and outcomes were not', (_name, method) => {
-    const r = aggregateRun(req, method);
-    expect(r.explanation.layers).toEqual(['artifact-evaluation', 'run-aggregation']);
-    expect(r.explanation.layers_not_used).toEqual(['capability-estimation', 'outcome-evaluation']);
-    expect(r.explanation.steps.length).toBeGreaterThan(0);
-    expect(r.explanation.single_score).toBe(r.explanation.collapse !== null);
-  });
+  it.each(ALL_METHODS.map((m) => [m.method, m] as const))(
+    'given %s, then the explanation states the layers used and that capability and outcomes were not',
+    (_name, method) => {
+      const r = aggregateRun(req, method);
+      expect(r.explanation.layers).toEqual(['artifact-evaluation', 'run-aggregation']);
+      expect(r.explanation.layers_not_used).toEqual(['capability-estimation', 'outcome-evaluation']);
+      expect(r.explanation.steps.length).toBeGreaterThan(0);
+      expect(r.explanation.single_score).toBe(r.explanation.collapse !== null);
+    },
+  );
 });
 
 describe('aggregation policy values', () => {
   it('given a name or an object, when parsed, then the method and parameters come back, defaults filled', () => {
     expect(parseAggregationMethod('schulze')).toEqual({ method: 'schulze' });
-    expect(parseAggregationMethod({ method: 'weighted-rubric' }, 'aggregation', ['evidence', 'risk'])).toEqual({ method: 'weighted-rubric', weights: { evidence: 1, risk: 1 } });
-    expect(parseAggregationMethod({ method: 'test-first-elimination' })).toEqual({ method: 'test-first-elimination', then: { method: 'borda' } });
-    expect(parseAggregationMethod({ method: 'plackett-luce', prior_comparisons: 2 })).toEqual({ method: 'plackett-luce', prior_comparisons: 2 });
+    expect(parseAggregationMethod({ method: 'weighted-rubric' }, 'aggregation', ['evidence', 'risk'])).toEqual({
+      method: 'weighted-rubric',
+      weights: { evidence: 1, risk: 1 },
+    });
+    expect(parseAggregationMethod({ method: 'test-first-elimination' })).toEqual({
+      method: 'test-first-elimination',
+      then: { method: 'borda' },
+    });
+    expect(parseAggregationMethod({ method: 'plackett-luce', prior_comparisons: 2 })).toEqual({
+      method: 'plackett-luce',
+      prior_comparisons: 2,
+    });
   });
   it.each([
     [{ method: 'elo' }, 'aggregation.method'],
@@ -224,7 +281,10 @@ const anyRequest = fc
     n: fc.integer({ min: 2, max: 5 }),
     k: fc.integer({ min: 1, max: 6 }),
     seed: fc.string({ maxLength: 6 }),
-    cells: fc.array(fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 5 }), fc.integer({ min: 0, max: 5 })), { minLength: 30, maxLength: 30 }),
+    cells: fc.array(fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 5 }), fc.integer({ min: 0, max: 5 })), {
+      minLength: 30,
+      maxLength: 30,
+    }),
     rankings: fc.array(fc.option(fc.array(fc.nat(), { minLength: 5, maxLength: 5 }), { nil: undefined }), { minLength: 6, maxLength: 6 }),
     reviewersAuthor: fc.boolean(),
   })
@@ -269,13 +329,20 @@ const unanimousRequest = fc
         reviews.push(review(`r${r}`, id, { evidence: e, correctness: c }, ranking));
       }
     }
-    const request: AggregationRequest = { candidate_ids, authors: Object.fromEntries(candidate_ids.map((id) => [id, `author-${id}`])), reviews, seed };
+    const request: AggregationRequest = {
+      candidate_ids,
+      authors: Object.fromEntries(candidate_ids.map((id) => [id, `author-${id}`])),
+      reviews,
+      seed,
+    };
     return { request, winner };
   });
 
 const anyMethod = fc.oneof(
   fc.constantFrom<AggregationMethod>(...ALL_METHODS),
-  fc.record({ evidence: fc.integer({ min: 1, max: 5 }), correctness: fc.integer({ min: 0, max: 5 }) }).map((weights): AggregationMethod => ({ method: 'weighted-rubric', weights })),
+  fc
+    .record({ evidence: fc.integer({ min: 1, max: 5 }), correctness: fc.integer({ min: 0, max: 5 }) })
+    .map((weights): AggregationMethod => ({ method: 'weighted-rubric', weights })),
 );
 
 describe('properties of the aggregation methods (spec 15.2)', () => {
@@ -297,7 +364,13 @@ describe('properties of the aggregation methods (spec 15.2)', () => {
   it('property: unanimity: when every reviewer puts one candidate strictly first, every method that ranks puts it alone first', () => {
     fc.assert(
       fc.property(unanimousRequest, anyMethod, ({ request, winner }, method) => {
-        const r = aggregateRun({ ...request, test_results: request.candidate_ids.map((candidate_id) => ({ candidate_id, passed: 1, failed: 0, evidence_refs: [] })) }, method);
+        const r = aggregateRun(
+          {
+            ...request,
+            test_results: request.candidate_ids.map((candidate_id) => ({ candidate_id, passed: 1, failed: 0, evidence_refs: [] })),
+          },
+          method,
+        );
         if (method.method === 'human-decides-after-conflict-map') {
           // No winner by design; the front it shows the human is the unanimous choice alone.
           expect(r.winners).toEqual([]);
@@ -320,7 +393,8 @@ describe('properties of the aggregation methods (spec 15.2)', () => {
           return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0;
         };
         const criteria = CRITERIA.filter((c) => used.some((rv) => c in rv.rubric_scores));
-        const dominates = (a: string, b: string) => criteria.every((c) => mean(a, c) >= mean(b, c)) && criteria.some((c) => mean(a, c) > mean(b, c));
+        const dominates = (a: string, b: string) =>
+          criteria.every((c) => mean(a, c) >= mean(b, c)) && criteria.some((c) => mean(a, c) > mean(b, c));
         const undominated = req.candidate_ids.filter((b) => !req.candidate_ids.some((a) => a !== b && dominates(a, b)));
         const r = aggregateRun(req, { method: 'pareto-front' });
         expect([...r.tiers[0]].sort()).toEqual(undominated);
@@ -356,7 +430,9 @@ describe('properties of the aggregation methods (spec 15.2)', () => {
         const winner = ids[w % n];
         const groups: [number, string[]][] = [];
         for (let r = 0; r < k; r++) {
-          const rest = ids.filter((id) => id !== winner).sort((a, b) => orders[r][Number(a.slice(1))] - orders[r][Number(b.slice(1))] || (a < b ? -1 : 1));
+          const rest = ids
+            .filter((id) => id !== winner)
+            .sort((a, b) => orders[r][Number(a.slice(1))] - orders[r][Number(b.slice(1))] || (a < b ? -1 : 1));
           groups.push([1, [winner, ...rest]]);
         }
         return { request: rankedRequest(groups), winner };

@@ -196,7 +196,8 @@ function schulze(input: AggregationRequest, ballots: ReviewerBallot[]): MethodOu
     for (const b of ids) if (a !== b) p[a][b] = m.wins[a][b] > m.wins[b][a] ? m.wins[a][b] : 0;
   }
   // Widest paths (Floyd–Warshall on min/max).
-  for (const k of ids) for (const a of ids) if (a !== k) for (const b of ids) if (b !== a && b !== k) p[a][b] = Math.max(p[a][b], Math.min(p[a][k], p[k][b]));
+  for (const k of ids)
+    for (const a of ids) if (a !== k) for (const b of ids) if (b !== a && b !== k) p[a][b] = Math.max(p[a][b], Math.min(p[a][k], p[k][b]));
   const beats = (a: string, b: string) => p[a][b] > p[b][a];
   const scores = Object.fromEntries(ids.map((a) => [a, ids.filter((b) => b !== a && beats(a, b)).length]));
   return {
@@ -206,7 +207,8 @@ function schulze(input: AggregationRequest, ballots: ReviewerBallot[]): MethodOu
     eliminated: [],
     human_decision: null,
     signals: ['rankings', 'rubric-vectors', 'pairwise-preference'],
-    collapse: 'Schulze: the score is how many candidates a candidate beats by strongest path; the order comes from path strengths, not from the score.',
+    collapse:
+      'Schulze: the score is how many candidates a candidate beats by strongest path; the order comes from path strengths, not from the score.',
     steps: [
       'ballots as for Borda, but equal rubric means stay tied',
       'pairwise matrix: ballots that put a above b; a ballot lacking either says nothing',
@@ -259,7 +261,8 @@ function rankedPairs(input: AggregationRequest, ballots: ReviewerBallot[], order
     eliminated: [],
     human_decision: null,
     signals: ['rankings', 'rubric-vectors', 'pairwise-preference'],
-    collapse: 'Ranked Pairs: the score is how many candidates sit below a candidate in the locked graph; the order is the graph, not the score.',
+    collapse:
+      'Ranked Pairs: the score is how many candidates sit below a candidate in the locked graph; the order is the graph, not the score.',
     steps: [
       'ballots and pairwise matrix as for Schulze',
       'majorities sorted by margin, then winning votes, then the seeded order',
@@ -269,15 +272,28 @@ function rankedPairs(input: AggregationRequest, ballots: ReviewerBallot[], order
   };
 }
 
-function choiceModel(input: AggregationRequest, ballots: ReviewerBallot[], method: 'bradley-terry' | 'plackett-luce', prior?: number): MethodOutput {
+function choiceModel(
+  input: AggregationRequest,
+  ballots: ReviewerBallot[],
+  method: 'bradley-terry' | 'plackett-luce',
+  prior?: number,
+): MethodOutput {
   const ids = [...input.candidate_ids];
   const events = method === 'bradley-terry' ? bradleyTerryEvents(pairwiseMatrix(ids, ballots)) : plackettLuceEvents(ballots);
   const fit = fitChoiceModel(ids, events, prior === undefined ? {} : { prior_comparisons: prior });
   const steps =
     method === 'bradley-terry'
-      ? ['ballots as for Schulze; every head-to-head preference is one comparison, a tie half to each side', 'P(a beats b) = p_a / (p_a + p_b), fitted by maximum likelihood']
-      : ['ballots as for Schulze; each ballot is a sequence of choices from what is left (ties: each chosen from the same set)', 'P(i chosen from S) = p_i / Σ_S p, fitted by maximum likelihood'];
-  steps.push(`one virtual tie per pair as a prior (prior_comparisons ${prior ?? 1}); ${fit.converged ? 'converged' : 'did NOT converge'} after ${fit.iterations} iterations`);
+      ? [
+          'ballots as for Schulze; every head-to-head preference is one comparison, a tie half to each side',
+          'P(a beats b) = p_a / (p_a + p_b), fitted by maximum likelihood',
+        ]
+      : [
+          'ballots as for Schulze; each ballot is a sequence of choices from what is left (ties: each chosen from the same set)',
+          'P(i chosen from S) = p_i / Σ_S p, fitted by maximum likelihood',
+        ];
+  steps.push(
+    `one virtual tie per pair as a prior (prior_comparisons ${prior ?? 1}); ${fit.converged ? 'converged' : 'did NOT converge'} after ${fit.iterations} iterations`,
+  );
   return {
     tiers: tiersByScore(ids, fit.strengths),
     scores: fit.strengths,
@@ -310,7 +326,9 @@ function weightedRubric(input: AggregationRequest, weights: Record<string, numbe
   const means = criterionMeans(input);
   const scores: Record<string, number | null> = {};
   const partial: string[] = [];
-  const weighted = Object.keys(weights).filter((c) => weights[c] > 0).sort();
+  const weighted = Object.keys(weights)
+    .filter((c) => weights[c] > 0)
+    .sort();
   for (const id of input.candidate_ids) {
     const present = weighted.filter((c) => c in means[id]);
     if (present.length < weighted.length && present.length > 0) partial.push(id);
@@ -324,7 +342,8 @@ function weightedRubric(input: AggregationRequest, weights: Record<string, numbe
   ];
   if (ignored.length) steps.push(`criteria scored but weighted 0, ignored: ${ignored.join(', ')}`);
   if (partial.length) steps.push(`weights renormalised over the criteria scored for: ${partial.join(', ')}`);
-  if (input.candidate_ids.some((id) => scores[id] === null)) steps.push('candidates with no weighted criterion scored have no score and rank last');
+  if (input.candidate_ids.some((id) => scores[id] === null))
+    steps.push('candidates with no weighted criterion scored have no score and rank last');
   return {
     tiers: tiersByScore(input.candidate_ids, scores),
     scores,
@@ -332,7 +351,8 @@ function weightedRubric(input: AggregationRequest, weights: Record<string, numbe
     eliminated: [],
     human_decision: null,
     signals: ['rubric-vectors'],
-    collapse: 'Weighted rubric: the rubric vector is reduced to one weighted mean; trade-offs between criteria are fixed by the weights, not seen.',
+    collapse:
+      'Weighted rubric: the rubric vector is reduced to one weighted mean; trade-offs between criteria are fixed by the weights, not seen.',
     steps,
     detail: { method: 'weighted-rubric', weights: { ...weights }, criterion_means: means },
   };
@@ -390,7 +410,12 @@ function humanDecides(input: AggregationRequest): MethodOutput {
   };
 }
 
-function testFirst(input: AggregationRequest, then: RankingMethod, ballotsOf: (i: AggregationInput) => ReviewerBallot[], order: string[]): MethodOutput {
+function testFirst(
+  input: AggregationRequest,
+  then: RankingMethod,
+  ballotsOf: (i: AggregationInput) => ReviewerBallot[],
+  order: string[],
+): MethodOutput {
   const results = new Map<string, ExecutableTestResult>();
   for (const r of input.test_results ?? []) if (input.candidate_ids.includes(r.candidate_id)) results.set(r.candidate_id, r);
   const eliminated = input.candidate_ids
@@ -400,7 +425,9 @@ function testFirst(input: AggregationRequest, then: RankingMethod, ballotsOf: (i
   const survivors = input.candidate_ids.filter((id) => !out.has(id));
   const untested = survivors.filter((id) => !results.has(id));
   const steps = [
-    results.size ? `executable tests first: ${eliminated.length} of ${input.candidate_ids.length} candidates fail and are eliminated` : 'no executable test results: nothing eliminated',
+    results.size
+      ? `executable tests first: ${eliminated.length} of ${input.candidate_ids.length} candidates fail and are eliminated`
+      : 'no executable test results: nothing eliminated',
   ];
   if (untested.length) steps.push(`kept without a test result: ${untested.join(', ')}`);
   if (survivors.length === 0) {
@@ -417,8 +444,17 @@ function testFirst(input: AggregationRequest, then: RankingMethod, ballotsOf: (i
       detail: { method: 'test-first-elimination', untested, then: null },
     };
   }
-  const sub: AggregationRequest = { ...input, candidate_ids: survivors, reviews: input.reviews.filter((r) => survivors.includes(r.target_candidate_id)) };
-  const inner = runMethod(sub, then, ballotsOf(sub), order.filter((id) => survivors.includes(id)));
+  const sub: AggregationRequest = {
+    ...input,
+    candidate_ids: survivors,
+    reviews: input.reviews.filter((r) => survivors.includes(r.target_candidate_id)),
+  };
+  const inner = runMethod(
+    sub,
+    then,
+    ballotsOf(sub),
+    order.filter((id) => survivors.includes(id)),
+  );
   return {
     ...inner,
     eliminated: [...eliminated, ...inner.eliminated],
@@ -502,7 +538,8 @@ const RANKING_METHODS = ['borda', 'schulze', 'ranked-pairs', 'bradley-terry', 'p
 
 function parseRankingMethod(o: Record<string, unknown>, path: string, rubric: readonly string[]): RankingMethod {
   const name = o['method'];
-  if (typeof name !== 'string' || !(RANKING_METHODS as readonly string[]).includes(name)) fail(join(path, 'method'), `must be one of ${RANKING_METHODS.join(' | ')}`);
+  if (typeof name !== 'string' || !(RANKING_METHODS as readonly string[]).includes(name))
+    fail(join(path, 'method'), `must be one of ${RANKING_METHODS.join(' | ')}`);
   switch (name as RankingMethod['method']) {
     case 'bradley-terry':
     case 'plackett-luce': {
@@ -535,11 +572,13 @@ function parseRankingMethod(o: Record<string, unknown>, path: string, rubric: re
 export function parseAggregationMethod(input: unknown, path = 'aggregation', rubric: readonly string[] = []): AggregationMethod {
   const o: Record<string, unknown> = typeof input === 'string' ? { method: input } : record(input, path);
   const name = o['method'];
-  if (typeof name !== 'string' || !(AGGREGATION_METHODS as readonly string[]).includes(name)) fail(join(path, 'method'), `must be one of ${AGGREGATION_METHODS.join(' | ')}`);
+  if (typeof name !== 'string' || !(AGGREGATION_METHODS as readonly string[]).includes(name))
+    fail(join(path, 'method'), `must be one of ${AGGREGATION_METHODS.join(' | ')}`);
   if (name === 'human-decides-after-conflict-map') return { method: name };
   if (name === 'test-first-elimination') {
     const then = o['then'] ?? 'borda';
-    const inner: Record<string, unknown> = typeof then === 'string' ? { method: then } : isRecord(then) ? then : fail(join(path, 'then'), 'must be a ranking method');
+    const inner: Record<string, unknown> =
+      typeof then === 'string' ? { method: then } : isRecord(then) ? then : fail(join(path, 'then'), 'must be a ranking method');
     return { method: name, then: parseRankingMethod(inner, join(path, 'then'), rubric) };
   }
   return parseRankingMethod(o, path, rubric);

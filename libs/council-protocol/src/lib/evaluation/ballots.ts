@@ -44,7 +44,11 @@ export function reviewerBallots(input: AggregationInput): ReviewerBallot[] {
   const ballots: ReviewerBallot[] = [];
   for (const reviewer of [...byReviewer.keys()].sort(byId)) {
     const reviews = byReviewer.get(reviewer) as ReviewArtifact[];
-    const own = new Set(Object.entries(input.authors).filter(([, author]) => author === reviewer).map(([id]) => id));
+    const own = new Set(
+      Object.entries(input.authors)
+        .filter(([, author]) => author === reviewer)
+        .map(([id]) => id),
+    );
     const explicit = reviews
       .find((r) => r.ranking && r.ranking.length > 0)
       ?.ranking?.filter((id, i, all) => input.candidate_ids.includes(id) && !own.has(id) && all.indexOf(id) === i);
@@ -59,7 +63,12 @@ export function reviewerBallots(input: AggregationInput): ReviewerBallot[] {
       if (mean !== null) scored.set(r.target_candidate_id, mean);
     }
     const levels = [...new Set(scored.values())].sort((a, b) => b - a);
-    const tiers = levels.map((level) => [...scored.entries()].filter(([, s]) => s === level).map(([id]) => id).sort(byId));
+    const tiers = levels.map((level) =>
+      [...scored.entries()]
+        .filter(([, s]) => s === level)
+        .map(([id]) => id)
+        .sort(byId),
+    );
     if (tiers.length > 0) ballots.push({ reviewer_member_id: reviewer, source: 'rubric', tiers });
   }
   return ballots;
@@ -84,7 +93,8 @@ export interface PairwiseMatrix {
 
 export function pairwiseMatrix(candidateIds: readonly string[], ballots: readonly ReviewerBallot[]): PairwiseMatrix {
   const ids = [...candidateIds];
-  const zero = () => Object.fromEntries(ids.map((id) => [id, Object.fromEntries(ids.map((o) => [o, 0]))])) as Record<string, Record<string, number>>;
+  const zero = () =>
+    Object.fromEntries(ids.map((id) => [id, Object.fromEntries(ids.map((o) => [o, 0]))])) as Record<string, Record<string, number>>;
   const wins = zero();
   const ties = zero();
   for (const ballot of ballots) {

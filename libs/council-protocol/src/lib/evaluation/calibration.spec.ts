@@ -34,7 +34,11 @@ function outcome(decision_id: string, verdict: StructuredOutcome['verdict'], id 
   };
 }
 
-function run(run_id: string, verdict: StructuredOutcome['verdict'] | null, opts: { confidence?: 'low' | 'medium' | 'high'; domain?: string; selected?: string; incorporated?: string[] } = {}): CapabilityRunInput {
+function run(
+  run_id: string,
+  verdict: StructuredOutcome['verdict'] | null,
+  opts: { confidence?: 'low' | 'medium' | 'high'; domain?: string; selected?: string; incorporated?: string[] } = {},
+): CapabilityRunInput {
   const record = runRecordFixture({
     run_id,
     at: '2025-01-10T10:00:00Z',
@@ -91,9 +95,12 @@ describe('council:L5 calibration: Brier score, log loss, reliability (15.4)', ()
     ['unknown', 'outcome unknown'],
     ['mixed', 'verdict mixed'],
     [null, 'no outcome yet'],
-  ] as const)('given an outcome %s, when forecasts are read, then nothing is scored and the reason is "%s" (18: no substitute)', (verdict, reason) => {
-    expect(runForecasts(run('r1', verdict))).toEqual({ forecasts: [], unscored: { decision_id: 'r1:decision', reason } });
-  });
+  ] as const)(
+    'given an outcome %s, when forecasts are read, then nothing is scored and the reason is "%s" (18: no substitute)',
+    (verdict, reason) => {
+      expect(runForecasts(run('r1', verdict))).toEqual({ forecasts: [], unscored: { decision_id: 'r1:decision', reason } });
+    },
+  );
 
   it('given forecasts across members, roles and domains, when reported, then each member × role × domain is scored apart', () => {
     const forecasts = [
@@ -115,7 +122,9 @@ describe('council:L5 calibration: Brier score, log loss, reliability (15.4)', ()
   });
 
   it('given "high" succeeded in 1 of 6, when the empirical mapping is fitted, then high falls well below its stated 0.75, shrunk by the prior', () => {
-    const fs = Array.from({ length: 6 }, (_, i) => ({ ...runForecasts(run(`r${i}`, i === 0 ? 'success' : 'failure', { confidence: 'high' })).forecasts[0] }));
+    const fs = Array.from({ length: 6 }, (_, i) => ({
+      ...runForecasts(run(`r${i}`, i === 0 ? 'success' : 'failure', { confidence: 'high' })).forecasts[0],
+    }));
     const m = empiricalConfidenceProbabilities(fs);
     expect(m.high).toEqual({ probability: (1 + 2 * 0.75) / (6 + 2), count: 6 });
     expect(m.low).toEqual({ probability: 0.25, count: 0 });
@@ -126,7 +135,9 @@ describe('council:L5 calibration: Brier score, log loss, reliability (15.4)', ()
     expect(() => checkConfidenceProbabilities({ ...DEFAULT_CONFIDENCE_PROBABILITIES, high: 1 })).toThrow(CouncilError);
   });
 
-  const forecastsArb = fc.array(fc.tuple(fc.constantFrom(0.25, 0.5, 0.75), fc.constantFrom<0 | 1>(0, 1)), { minLength: 1, maxLength: 40 }).map((xs) => xs.map(([p, o]) => f(p, o)));
+  const forecastsArb = fc
+    .array(fc.tuple(fc.constantFrom(0.25, 0.5, 0.75), fc.constantFrom<0 | 1>(0, 1)), { minLength: 1, maxLength: 40 })
+    .map((xs) => xs.map(([p, o]) => f(p, o)));
 
   it('property: Brier = reliability − resolution + uncertainty (Murphy), each term in [0, 1]', () => {
     fc.assert(
@@ -140,12 +151,16 @@ describe('council:L5 calibration: Brier score, log loss, reliability (15.4)', ()
 
   it('property: the Brier score and log loss are proper: no constant forecast beats the observed frequency', () => {
     fc.assert(
-      fc.property(fc.array(fc.constantFrom<0 | 1>(0, 1), { minLength: 1, maxLength: 30 }), fc.double({ min: 0.01, max: 0.99, noNaN: true }), (outcomes, p) => {
-        const q = outcomes.reduce<number>((a, b) => a + b, 0) / outcomes.length;
-        const at = (x: number) => outcomes.map((o) => f(x, o));
-        expect(brierScore(at(q)) as number).toBeLessThanOrEqual((brierScore(at(p)) as number) + 1e-12);
-        if (q > 0 && q < 1) expect(logLoss(at(q)) as number).toBeLessThanOrEqual((logLoss(at(p)) as number) + 1e-12);
-      }),
+      fc.property(
+        fc.array(fc.constantFrom<0 | 1>(0, 1), { minLength: 1, maxLength: 30 }),
+        fc.double({ min: 0.01, max: 0.99, noNaN: true }),
+        (outcomes, p) => {
+          const q = outcomes.reduce<number>((a, b) => a + b, 0) / outcomes.length;
+          const at = (x: number) => outcomes.map((o) => f(x, o));
+          expect(brierScore(at(q)) as number).toBeLessThanOrEqual((brierScore(at(p)) as number) + 1e-12);
+          if (q > 0 && q < 1) expect(logLoss(at(q)) as number).toBeLessThanOrEqual((logLoss(at(p)) as number) + 1e-12);
+        },
+      ),
     );
   });
 });

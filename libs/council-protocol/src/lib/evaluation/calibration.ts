@@ -45,7 +45,10 @@ export interface RunForecasts {
  * (synthesizer), and the confidence of each chosen candidate's author (proposer, the latest
  * chosen version of its lineage). Success scores 1, failure 0; anything else scores nothing.
  */
-export function runForecasts(run: CapabilityRunInput, probabilities: ConfidenceProbabilities = DEFAULT_CONFIDENCE_PROBABILITIES): RunForecasts {
+export function runForecasts(
+  run: CapabilityRunInput,
+  probabilities: ConfidenceProbabilities = DEFAULT_CONFIDENCE_PROBABILITIES,
+): RunForecasts {
   checkConfidenceProbabilities(probabilities);
   const { record, domain } = run;
   const d = record.decision_record;
@@ -54,7 +57,13 @@ export function runForecasts(run: CapabilityRunInput, probabilities: ConfidenceP
   const verdict = outcome?.verdict;
   if (!outcome || (verdict !== 'success' && verdict !== 'failure')) {
     const known = run.outcomes.filter((o) => o.decision_id === d.decision_id);
-    return { forecasts: [], unscored: { decision_id: d.decision_id, reason: outcome ? `verdict ${verdict}` : known.length ? 'outcome unknown' : 'no outcome yet' } };
+    return {
+      forecasts: [],
+      unscored: {
+        decision_id: d.decision_id,
+        reason: outcome ? `verdict ${verdict}` : known.length ? 'outcome unknown' : 'no outcome yet',
+      },
+    };
   }
   const value: 0 | 1 = verdict === 'success' ? 1 : 0;
   const forecast = (member_id: string, role: CapabilityRole, confidence: Confidence, ref: string): Forecast => ({
@@ -108,7 +117,9 @@ export interface ReliabilityBin {
 export function reliabilityBins(forecasts: readonly Pick<Forecast, 'probability' | 'outcome'>[]): ReliabilityBin[] {
   const bins = new Map<number, number[]>();
   for (const f of forecasts) bins.set(f.probability, [...(bins.get(f.probability) ?? []), f.outcome]);
-  return [...bins.entries()].sort(([a], [b]) => a - b).map(([probability, os]) => ({ probability, count: os.length, observed_frequency: mean(os) }));
+  return [...bins.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([probability, os]) => ({ probability, count: os.length, observed_frequency: mean(os) }));
 }
 
 /**
@@ -117,7 +128,9 @@ export function reliabilityBins(forecasts: readonly Pick<Forecast, 'probability'
  * Reliability is the calibration error; resolution is how much the stated confidence separates
  * successes from failures.
  */
-export function murphyDecomposition(forecasts: readonly Pick<Forecast, 'probability' | 'outcome'>[]): { reliability: number; resolution: number; uncertainty: number } | null {
+export function murphyDecomposition(
+  forecasts: readonly Pick<Forecast, 'probability' | 'outcome'>[],
+): { reliability: number; resolution: number; uncertainty: number } | null {
   if (!forecasts.length) return null;
   const n = forecasts.length;
   const base = mean(forecasts.map((f) => f.outcome));
@@ -162,7 +175,9 @@ export function calibrationReport(forecasts: readonly Forecast[]): CalibrationSc
       log_loss: logLoss(fs) as number,
       reliability: LEVELS_OF_THREE.flatMap((confidence) => {
         const at = fs.filter((f) => f.confidence === confidence);
-        return at.length ? [{ confidence, probability: at[0].probability, count: at.length, observed_frequency: mean(at.map((f) => f.outcome)) }] : [];
+        return at.length
+          ? [{ confidence, probability: at[0].probability, count: at.length, observed_frequency: mean(at.map((f) => f.outcome)) }]
+          : [];
       }),
       murphy: murphyDecomposition(fs) as { reliability: number; resolution: number; uncertainty: number },
     };

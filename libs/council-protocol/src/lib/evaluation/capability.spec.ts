@@ -16,7 +16,12 @@ const ann = memberFixture('ann', 'model-a', 'v1', ['search']);
 const bob = memberFixture('bob', 'model-b', '2024-05');
 const cat = memberFixture('cat', 'model-c', '1.0');
 
-function outcome(decisionId: string, verdict: StructuredOutcome['verdict'], observed_at: string, id = `${decisionId}:o1`): StructuredOutcome {
+function outcome(
+  decisionId: string,
+  verdict: StructuredOutcome['verdict'],
+  observed_at: string,
+  id = `${decisionId}:o1`,
+): StructuredOutcome {
   return {
     outcome_id: id,
     decision_id: decisionId,
@@ -35,7 +40,18 @@ function outcome(decisionId: string, verdict: StructuredOutcome['verdict'], obse
 }
 
 /** A run where ann and bob propose, cat reviews (warning against `warnedOn`), and `chair` decides for `selected`. */
-function run(run_id: string, at: string, opts: { selected: string; chair?: string; verdict?: StructuredOutcome['verdict']; domain?: string; members?: typeof ann[]; warnedOn?: string }): CapabilityRunInput {
+function run(
+  run_id: string,
+  at: string,
+  opts: {
+    selected: string;
+    chair?: string;
+    verdict?: StructuredOutcome['verdict'];
+    domain?: string;
+    members?: (typeof ann)[];
+    warnedOn?: string;
+  },
+): CapabilityRunInput {
   const members = opts.members ?? [ann, bob, cat];
   const record = runRecordFixture({
     run_id,
@@ -56,7 +72,8 @@ function run(run_id: string, at: string, opts: { selected: string; chair?: strin
   return { record, domain: opts.domain ?? 'infra', outcomes };
 }
 
-const est = (p: ReturnType<typeof projectCapabilities>, m: typeof ann, role: 'proposer' | 'reviewer' | 'synthesizer', domain = 'infra') => capabilityOf(p, m, role, domain);
+const est = (p: ReturnType<typeof projectCapabilities>, m: typeof ann, role: 'proposer' | 'reviewer' | 'synthesizer', domain = 'infra') =>
+  capabilityOf(p, m, role, domain);
 
 describe('spec 15.3 capability estimation (council:L4, checklist 13): scoped, uncertain, counted', () => {
   it('given one decided run with a successful outcome, when projected, then proposer, reviewer and synthesizer are separate estimates keyed by family × version × role × domain × tools', () => {
@@ -70,7 +87,12 @@ describe('spec 15.3 capability estimation (council:L4, checklist 13): scoped, un
       ].sort(),
     );
     // Chair: one outcome success on a uniform prior: Beta(2, 1).
-    expect(est(p, cat, 'synthesizer')).toMatchObject({ alpha: 2, beta: 1, observations: 1, evidence: { outcome: { count: 1, weight: 1 } } });
+    expect(est(p, cat, 'synthesizer')).toMatchObject({
+      alpha: 2,
+      beta: 1,
+      observations: 1,
+      evidence: { outcome: { count: 1, weight: 1 } },
+    });
     expect(est(p, cat, 'synthesizer').estimate).toBeCloseTo(2 / 3, 12);
     // ann: chosen (peer 0.25) and its outcome succeeded (1): Beta(2.25, 1).
     expect(est(p, ann, 'proposer')).toMatchObject({ alpha: 2.25, beta: 1, observations: 2 });
@@ -94,7 +116,9 @@ describe('spec 15.3 capability estimation (council:L4, checklist 13): scoped, un
   it('given an unknown outcome, when projected, then no outcome evidence is recorded and nothing stands in for it (18)', () => {
     const p = projectCapabilities([run('r1', '2025-01-01T10:00:00Z', { selected: 'A', verdict: 'unknown' })]);
     expect(Object.values(p.estimates).every((e) => e.evidence.outcome.count === 0)).toBe(true);
-    expect(p.estimates[scopeKey({ model_family: 'model-c', model_version: '1.0', role: 'synthesizer', domain: 'infra', tools: '' })]).toBeUndefined();
+    expect(
+      p.estimates[scopeKey({ model_family: 'model-c', model_version: '1.0', role: 'synthesizer', domain: 'infra', tools: '' })],
+    ).toBeUndefined();
   });
 
   it('given a reviewer that warned against the chosen path, when the outcome fails, then it is credited; when it succeeds, debited', () => {
@@ -111,7 +135,10 @@ describe('spec 15.3 capability estimation (council:L4, checklist 13): scoped, un
       run_id: 'r1',
       at: '2025-01-01T10:00:00Z',
       members: [ann, bob, cat],
-      candidates: [{ id: 'r1-A', author: 'ann' }, { id: 'r1-B', author: 'bob' }],
+      candidates: [
+        { id: 'r1-A', author: 'ann' },
+        { id: 'r1-B', author: 'bob' },
+      ],
       reviews: [{ reviewer: 'cat', target: 'r1-A', high: true }],
       dispositions: { [reviewId]: true },
       chair: 'cat',
@@ -123,7 +150,11 @@ describe('spec 15.3 capability estimation (council:L4, checklist 13): scoped, un
 
   it('given few observations, when projected, then the estimate moves little and carries its uncertainty (16.4)', () => {
     const one = projectCapabilities([run('r1', '2025-01-01T10:00:00Z', { selected: 'A', verdict: 'success' })]);
-    const many = projectCapabilities(Array.from({ length: 20 }, (_, i) => run(`r${i}`, `2025-01-${String(i + 1).padStart(2, '0')}T10:00:00Z`, { selected: 'A', verdict: 'success' })));
+    const many = projectCapabilities(
+      Array.from({ length: 20 }, (_, i) =>
+        run(`r${i}`, `2025-01-${String(i + 1).padStart(2, '0')}T10:00:00Z`, { selected: 'A', verdict: 'success' }),
+      ),
+    );
     const a = est(one, cat, 'synthesizer');
     const b = est(many, cat, 'synthesizer');
     expect(a.estimate).toBeLessThan(0.7);
@@ -156,7 +187,9 @@ describe('spec 15.3 model version changes', () => {
   });
   it('given a member without a model_version, when projected, then it is scoped as version unknown, not merged with a known version', () => {
     const noVersion = { ...cat, model_version: undefined };
-    const p = projectCapabilities([run('r1', '2025-01-01T10:00:00Z', { selected: 'A', verdict: 'success', members: [ann, bob, noVersion] })]);
+    const p = projectCapabilities([
+      run('r1', '2025-01-01T10:00:00Z', { selected: 'A', verdict: 'success', members: [ann, bob, noVersion] }),
+    ]);
     expect(Object.keys(p.estimates)).toContain('model-c|unknown|synthesizer|infra|');
   });
 });
@@ -185,7 +218,13 @@ describe('capability projection is a replayable fold', () => {
     expect(est(p, cat, 'synthesizer', 'legal')).toMatchObject({ alpha: 1.5, beta: 1.5 });
   });
   it('given policy input, when parsed, then defaults fill in and a decay factor or reset is accepted', () => {
-    expect(parseCapabilityOptions(undefined)).toEqual({ prior_alpha: 1, prior_beta: 1, outcome_weight: 1, peer_weight: 0.25, on_version_change: 'reset' });
+    expect(parseCapabilityOptions(undefined)).toEqual({
+      prior_alpha: 1,
+      prior_beta: 1,
+      outcome_weight: 1,
+      peer_weight: 0.25,
+      on_version_change: 'reset',
+    });
     expect(parseCapabilityOptions({ on_version_change: 0.3, peer_weight: 0 })).toMatchObject({ on_version_change: 0.3, peer_weight: 0 });
     expect(() => parseCapabilityOptions({ on_version_change: 'forget' })).toThrow(CouncilError);
   });

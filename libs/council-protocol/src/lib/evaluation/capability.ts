@@ -66,7 +66,13 @@ export interface CapabilityOptions {
   on_version_change: 'reset' | number;
 }
 
-export const DEFAULT_CAPABILITY_OPTIONS: CapabilityOptions = { prior_alpha: 1, prior_beta: 1, outcome_weight: 1, peer_weight: 0.25, on_version_change: 'reset' };
+export const DEFAULT_CAPABILITY_OPTIONS: CapabilityOptions = {
+  prior_alpha: 1,
+  prior_beta: 1,
+  outcome_weight: 1,
+  peer_weight: 0.25,
+  on_version_change: 'reset',
+};
 
 export function checkCapabilityOptions(options: CapabilityOptions): CapabilityOptions {
   if (!(options.prior_alpha > 0 && options.prior_beta > 0)) fail('capability.prior', 'prior_alpha and prior_beta must be > 0');
@@ -75,7 +81,8 @@ export function checkCapabilityOptions(options: CapabilityOptions): CapabilityOp
     fail('capability.peer_weight', 'must be >= 0 and below outcome_weight: outcome evidence outweighs peer preference (16.3)');
   }
   const v = options.on_version_change;
-  if (v !== 'reset' && !(typeof v === 'number' && v > 0 && v < 1)) fail('capability.on_version_change', "must be 'reset' or a factor in (0, 1)");
+  if (v !== 'reset' && !(typeof v === 'number' && v > 0 && v < 1))
+    fail('capability.on_version_change', "must be 'reset' or a factor in (0, 1)");
   return options;
 }
 
@@ -89,7 +96,8 @@ export function parseCapabilityOptions(input: unknown, path = 'capability'): Cap
     prior_beta: optNum(o, 'prior_beta', path) ?? d.prior_beta,
     outcome_weight: optNum(o, 'outcome_weight', path) ?? d.outcome_weight,
     peer_weight: optNum(o, 'peer_weight', path) ?? d.peer_weight,
-    on_version_change: change === undefined ? d.on_version_change : change === 'reset' ? 'reset' : (optNum(o, 'on_version_change', path) as number),
+    on_version_change:
+      change === undefined ? d.on_version_change : change === 'reset' ? 'reset' : (optNum(o, 'on_version_change', path) as number),
   });
 }
 
@@ -103,7 +111,13 @@ function versionlessKey(s: CapabilityScope): string {
 }
 
 export function memberScope(member: MemberDescriptor, role: CapabilityRole, domain: string): CapabilityScope {
-  return { model_family: member.model_family, model_version: member.model_version ?? 'unknown', role, domain, tools: [...member.tools].sort().join(',') };
+  return {
+    model_family: member.model_family,
+    model_version: member.model_version ?? 'unknown',
+    role,
+    domain,
+    tools: [...member.tools].sort().join(','),
+  };
 }
 
 /** What one run contributes: its record, its domain (from the GoalContract) and its outcomes. */
@@ -142,17 +156,42 @@ export function capabilityObservations(run: CapabilityRunInput): CapabilityObser
   const { record, domain } = run;
   const members = new Map(record.participants.map((m) => [m.member_id, m]));
   const out: CapabilityObservation[] = [];
-  const add = (member_id: string, role: CapabilityRole, kind: CapabilityEvidenceKind, success: number, at: string, ref: string, basis: string) => {
+  const add = (
+    member_id: string,
+    role: CapabilityRole,
+    kind: CapabilityEvidenceKind,
+    success: number,
+    at: string,
+    ref: string,
+    basis: string,
+  ) => {
     const m = members.get(member_id);
     if (!m) return;
-    out.push({ observation_id: `${record.run_id}:${kind}:${role}:${member_id}:${ref}`, run_id: record.run_id, at, member_id, scope: memberScope(m, role, domain), kind, success, basis });
+    out.push({
+      observation_id: `${record.run_id}:${kind}:${role}:${member_id}:${ref}`,
+      run_id: record.run_id,
+      at,
+      member_id,
+      scope: memberScope(m, role, domain),
+      kind,
+      success,
+      basis,
+    });
   };
   const decision = record.decision_record;
   const endedAt = record.timing.ended_at ?? record.terminal?.at ?? record.timing.started_at;
   const chosen = chosenLineages(record);
   if (decision && decision.selected_path !== NO_DECISION) {
     for (const l of record.lineage) {
-      add(l.author_member_id, 'proposer', 'peer-preference', chosen.has(l.lineage_id) ? 1 : 0, endedAt, l.lineage_id, chosen.has(l.lineage_id) ? 'its candidate was chosen' : 'its candidate was not chosen');
+      add(
+        l.author_member_id,
+        'proposer',
+        'peer-preference',
+        chosen.has(l.lineage_id) ? 1 : 0,
+        endedAt,
+        l.lineage_id,
+        chosen.has(l.lineage_id) ? 'its candidate was chosen' : 'its candidate was not chosen',
+      );
     }
   }
   // Reviewer peer signal: the author's dispositions of the reviewer's issues.
@@ -168,7 +207,16 @@ export function capabilityObservations(run: CapabilityRunInput): CapabilityObser
   }
   for (const review of record.artifacts.reviews) {
     const d = dispositions.get(review.review_id);
-    if (d && d.accepted + d.rejected > 0) add(review.reviewer_member_id, 'reviewer', 'peer-preference', d.accepted / (d.accepted + d.rejected), endedAt, review.review_id, `${d.accepted} of ${d.accepted + d.rejected} issues accepted by the author`);
+    if (d && d.accepted + d.rejected > 0)
+      add(
+        review.reviewer_member_id,
+        'reviewer',
+        'peer-preference',
+        d.accepted / (d.accepted + d.rejected),
+        endedAt,
+        review.review_id,
+        `${d.accepted} of ${d.accepted + d.rejected} issues accepted by the author`,
+      );
   }
   const outcome = decision ? standingOutcome(run.outcomes, decision.decision_id) : null;
   const value = outcome ? VERDICT_VALUE[outcome.verdict] : null;
@@ -176,14 +224,36 @@ export function capabilityObservations(run: CapabilityRunInput): CapabilityObser
   const at = outcome.observed_at;
   const chair = chairOf(record);
   if (chair) add(chair, 'synthesizer', 'outcome', value, at, outcome.outcome_id, `its decision's outcome: ${outcome.verdict}`);
-  for (const l of record.lineage) if (chosen.has(l.lineage_id)) add(l.author_member_id, 'proposer', 'outcome', value, at, `${outcome.outcome_id}:${l.lineage_id}`, `its chosen candidate's outcome: ${outcome.verdict}`);
+  for (const l of record.lineage)
+    if (chosen.has(l.lineage_id))
+      add(
+        l.author_member_id,
+        'proposer',
+        'outcome',
+        value,
+        at,
+        `${outcome.outcome_id}:${l.lineage_id}`,
+        `its chosen candidate's outcome: ${outcome.verdict}`,
+      );
   const chosenVersions = new Set(record.lineage.filter((l) => chosen.has(l.lineage_id)).flatMap((l) => l.versions));
   const lastReview = new Map<string, boolean>();
   for (const review of record.artifacts.reviews) {
-    if (chosenVersions.has(review.target_candidate_id)) lastReview.set(review.reviewer_member_id, review.material_issues.some((i) => i.severity === 'high'));
+    if (chosenVersions.has(review.target_candidate_id))
+      lastReview.set(
+        review.reviewer_member_id,
+        review.material_issues.some((i) => i.severity === 'high'),
+      );
   }
   for (const [reviewer, warned] of [...lastReview.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    add(reviewer, 'reviewer', 'outcome', warned ? 1 - value : value, at, outcome.outcome_id, `${warned ? 'warned against' : 'did not warn against'} the chosen path; outcome ${outcome.verdict}`);
+    add(
+      reviewer,
+      'reviewer',
+      'outcome',
+      warned ? 1 - value : value,
+      at,
+      outcome.outcome_id,
+      `${warned ? 'warned against' : 'did not warn against'} the chosen path; outcome ${outcome.verdict}`,
+    );
   }
   return out;
 }
@@ -244,7 +314,14 @@ export function evolveCapabilities(state: CapabilityProjection, o: CapabilityObs
   }
   const w = o.kind === 'outcome' ? opts.outcome_weight : opts.peer_weight;
   const evidence = { ...e.evidence, [o.kind]: { count: e.evidence[o.kind].count + 1, weight: e.evidence[o.kind].weight + w } };
-  estimates[key] = summarise({ ...e, alpha: e.alpha + w * o.success, beta: e.beta + w * (1 - o.success), observations: e.observations + 1, evidence, last_observed_at: o.at });
+  estimates[key] = summarise({
+    ...e,
+    alpha: e.alpha + w * o.success,
+    beta: e.beta + w * (1 - o.success),
+    observations: e.observations + 1,
+    evidence,
+    last_observed_at: o.at,
+  });
   return { options: opts, estimates, latest_version: latest, applied: { ...state.applied, [o.observation_id]: true } };
 }
 
@@ -261,7 +338,12 @@ export function projectCapabilities(runs: readonly CapabilityRunInput[], options
 }
 
 /** The estimate for a member in a role and domain, or the prior when its profile is unseen. */
-export function capabilityOf(projection: CapabilityProjection, member: MemberDescriptor, role: CapabilityRole, domain: string): ScopedCapabilityEstimate {
+export function capabilityOf(
+  projection: CapabilityProjection,
+  member: MemberDescriptor,
+  role: CapabilityRole,
+  domain: string,
+): ScopedCapabilityEstimate {
   const scope = memberScope(member, role, domain);
   const found = projection.estimates[scopeKey(scope)];
   if (found) return found;

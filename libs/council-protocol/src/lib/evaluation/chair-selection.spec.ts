@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { CouncilError } from '../errors';
-import { CapabilityObservation, CapabilityProjection, CapabilityRole, emptyCapabilityProjection, evolveCapabilities, memberScope } from './capability';
+import {
+  CapabilityObservation,
+  CapabilityProjection,
+  CapabilityRole,
+  emptyCapabilityProjection,
+  evolveCapabilities,
+  memberScope,
+} from './capability';
 import { ChairSelectionInput, ChairSelectionPolicy, parseChairSelectionPolicy, selectChair } from './chair-selection';
 import { memberFixture } from './evaluation-fixtures';
 
@@ -71,7 +78,8 @@ describe('spec 14 chair selection policies (council:L4)', () => {
 
   it('given rotation over six runs, when each run records its chair, then every eligible member chairs once before anyone chairs twice', () => {
     const chairs: string[] = [];
-    for (let i = 0; i < 6; i++) chairs.push(selectChair({ policy: 'rotation' }, input({ seed: `run-${i}`, previous_chairs: chairs })).chair as string);
+    for (let i = 0; i < 6; i++)
+      chairs.push(selectChair({ policy: 'rotation' }, input({ seed: `run-${i}`, previous_chairs: chairs })).chair as string);
     expect([...chairs.slice(0, 3)].sort()).toEqual(['ann', 'bob', 'cat']);
     expect(chairs.slice(3)).toEqual(chairs.slice(0, 3));
   });
@@ -117,7 +125,12 @@ describe('spec 14 chair selection policies (council:L4)', () => {
 
   it('given policy values, when parsed, then names and objects are accepted, base defaults to scoped capability, and a bad rate is named', () => {
     expect(parseChairSelectionPolicy('rotation')).toEqual({ policy: 'rotation' });
-    expect(parseChairSelectionPolicy({ policy: 'exploration', rate: 0.1, min_observations: 3 })).toEqual({ policy: 'exploration', rate: 0.1, min_observations: 3, base: 'scoped-capability' });
+    expect(parseChairSelectionPolicy({ policy: 'exploration', rate: 0.1, min_observations: 3 })).toEqual({
+      policy: 'exploration',
+      rate: 0.1,
+      min_observations: 3,
+      base: 'scoped-capability',
+    });
     let err: unknown;
     try {
       parseChairSelectionPolicy({ policy: 'exploration', rate: -1, min_observations: 3 });
@@ -136,13 +149,19 @@ describe('spec 14 chair selection policies (council:L4)', () => {
     );
     const member = fc.constantFrom(ann, bob, cat);
     fc.assert(
-      fc.property(policies, fc.string({ maxLength: 6 }), fc.array(fc.tuple(member, fc.integer({ min: 0, max: 4 }), fc.integer({ min: 4, max: 8 })), { maxLength: 3 }), fc.array(fc.constantFrom('ann', 'bob', 'cat'), { maxLength: 6 }), (policy, seed, hist, previous) => {
-        const capabilities = history(hist.map(([m, s, t]) => [m, 'synthesizer', s, t] as [typeof ann, CapabilityRole, number, number]));
-        const a = selectChair(policy, input({ seed, capabilities, previous_chairs: previous }));
-        expect(selectChair(policy, input({ seed, capabilities, previous_chairs: previous }))).toEqual(a);
-        expect([...a.chair_order].sort()).toEqual(['ann', 'bob', 'cat']);
-        expect(a.chair).toBe(a.chair_order[0]);
-      }),
+      fc.property(
+        policies,
+        fc.string({ maxLength: 6 }),
+        fc.array(fc.tuple(member, fc.integer({ min: 0, max: 4 }), fc.integer({ min: 4, max: 8 })), { maxLength: 3 }),
+        fc.array(fc.constantFrom('ann', 'bob', 'cat'), { maxLength: 6 }),
+        (policy, seed, hist, previous) => {
+          const capabilities = history(hist.map(([m, s, t]) => [m, 'synthesizer', s, t] as [typeof ann, CapabilityRole, number, number]));
+          const a = selectChair(policy, input({ seed, capabilities, previous_chairs: previous }));
+          expect(selectChair(policy, input({ seed, capabilities, previous_chairs: previous }))).toEqual(a);
+          expect([...a.chair_order].sort()).toEqual(['ann', 'bob', 'cat']);
+          expect(a.chair).toBe(a.chair_order[0]);
+        },
+      ),
       { numRuns: 200 },
     );
   });

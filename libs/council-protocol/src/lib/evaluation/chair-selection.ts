@@ -46,7 +46,8 @@ export interface ChairSelection {
 export function checkChairSelectionPolicy(p: ChairSelectionPolicy): ChairSelectionPolicy {
   if (p.policy === 'exploration') {
     if (!(p.rate >= 0 && p.rate <= 1)) fail('chair_selection.rate', 'must be in [0, 1]');
-    if (!(Number.isInteger(p.min_observations) && p.min_observations >= 1)) fail('chair_selection.min_observations', 'must be an integer >= 1');
+    if (!(Number.isInteger(p.min_observations) && p.min_observations >= 1))
+      fail('chair_selection.min_observations', 'must be an integer >= 1');
   }
   return p;
 }
@@ -84,7 +85,10 @@ function scoresOf(members: readonly MemberDescriptor[], input: ChairSelectionInp
 /** By the lower end of the synthesizer interval: a lucky small sample does not outrank evidence (16.4). */
 function byCapability(members: readonly MemberDescriptor[], input: ChairSelectionInput): string[] {
   const scores = new Map(scoresOf(members, input).map((s) => [s.member_id, s]));
-  const tie = seededIndex(members.map((m) => m.member_id), `${input.seed}:chair-tie-break`);
+  const tie = seededIndex(
+    members.map((m) => m.member_id),
+    `${input.seed}:chair-tie-break`,
+  );
   return members
     .map((m) => m.member_id)
     .sort((a, b) => {
@@ -97,7 +101,10 @@ function byCapability(members: readonly MemberDescriptor[], input: ChairSelectio
 /** Who chaired least recently goes first; never-chaired members before all others. */
 function byRotation(members: readonly MemberDescriptor[], input: ChairSelectionInput): string[] {
   const last = (id: string) => input.previous_chairs.lastIndexOf(id);
-  const tie = seededIndex(members.map((m) => m.member_id), `${input.seed}:chair-tie-break`);
+  const tie = seededIndex(
+    members.map((m) => m.member_id),
+    `${input.seed}:chair-tie-break`,
+  );
   return members.map((m) => m.member_id).sort((a, b) => last(a) - last(b) || tie(a) - tie(b));
 }
 
@@ -105,7 +112,14 @@ export function selectChair(policy: ChairSelectionPolicy, input: ChairSelectionI
   checkChairSelectionPolicy(policy);
   const members = eligible(input);
   const scores = scoresOf(members, input);
-  const result = (order: string[], exploration: boolean, reason: string): ChairSelection => ({ policy: policy.policy, chair: order[0] ?? null, chair_order: order, exploration, reason, scores });
+  const result = (order: string[], exploration: boolean, reason: string): ChairSelection => ({
+    policy: policy.policy,
+    chair: order[0] ?? null,
+    chair_order: order,
+    exploration,
+    reason,
+    scores,
+  });
   if (members.length === 0) return result([], false, 'no panel member holds the chair role');
   switch (policy.policy) {
     case 'scoped-capability':
@@ -118,10 +132,18 @@ export function selectChair(policy: ChairSelectionPolicy, input: ChairSelectionI
       const fresh = scores.filter((s) => s.observations < policy.min_observations).map((s) => s.member_id);
       if (draw < policy.rate && fresh.length > 0) {
         const pick = seededShuffle([...fresh].sort(), `${input.seed}:chair-exploration-pick`)[0];
-        return result([pick, ...base.filter((id) => id !== pick)], true, `exploration slot (draw ${draw.toFixed(4)} < ${policy.rate}): ${pick} has fewer than ${policy.min_observations} synthesizer observations in ${input.domain}`);
+        return result(
+          [pick, ...base.filter((id) => id !== pick)],
+          true,
+          `exploration slot (draw ${draw.toFixed(4)} < ${policy.rate}): ${pick} has fewer than ${policy.min_observations} synthesizer observations in ${input.domain}`,
+        );
       }
       const why = fresh.length === 0 ? 'no low-observation member' : `draw ${draw.toFixed(4)} >= ${policy.rate}`;
-      return result(base, false, `no exploration slot (${why}); ${policy.base === 'rotation' ? 'least recent chair' : 'highest lower bound of the synthesizer estimate'}`);
+      return result(
+        base,
+        false,
+        `no exploration slot (${why}); ${policy.base === 'rotation' ? 'least recent chair' : 'highest lower bound of the synthesizer estimate'}`,
+      );
     }
     default: {
       const _exhaustive: never = policy;

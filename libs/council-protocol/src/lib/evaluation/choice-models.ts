@@ -40,7 +40,10 @@ function priorEvents(ids: readonly string[], prior: number): ChoiceEvent[] {
   if (prior <= 0) return out;
   for (let i = 0; i < ids.length; i++) {
     for (let j = i + 1; j < ids.length; j++) {
-      out.push({ chosen: ids[i], from: [ids[i], ids[j]], weight: prior / 2 }, { chosen: ids[j], from: [ids[i], ids[j]], weight: prior / 2 });
+      out.push(
+        { chosen: ids[i], from: [ids[i], ids[j]], weight: prior / 2 },
+        { chosen: ids[j], from: [ids[i], ids[j]], weight: prior / 2 },
+      );
     }
   }
   return out;
@@ -87,13 +90,18 @@ function residuals(ids: readonly string[], events: readonly ChoiceEvent[], p: Re
 }
 
 /** Maximum-likelihood strengths for the choice events, with the virtual-tie prior added. */
-export function fitChoiceModel(candidateIds: readonly string[], observed: readonly ChoiceEvent[], options: Partial<ChoiceModelOptions> = {}): ChoiceModelFit {
+export function fitChoiceModel(
+  candidateIds: readonly string[],
+  observed: readonly ChoiceEvent[],
+  options: Partial<ChoiceModelOptions> = {},
+): ChoiceModelFit {
   const opts = { ...DEFAULT_CHOICE_MODEL_OPTIONS, ...options };
   const ids = [...candidateIds];
   if (ids.length === 0) return { strengths: {}, iterations: 0, converged: true, max_score_residual: 0 };
   const events = [...observed.filter((e) => e.weight > 0 && e.from.length > 1), ...priorEvents(ids, opts.prior_comparisons)];
   // Nothing observed and no prior: every strength is equally (un)supported.
-  if (events.length === 0) return { strengths: Object.fromEntries(ids.map((id) => [id, 1 / ids.length])), iterations: 0, converged: true, max_score_residual: 0 };
+  if (events.length === 0)
+    return { strengths: Object.fromEntries(ids.map((id) => [id, 1 / ids.length])), iterations: 0, converged: true, max_score_residual: 0 };
   const wins: Record<string, number> = Object.fromEntries(ids.map((id) => [id, 0]));
   for (const e of events) wins[e.chosen] += e.weight;
   let p: Record<string, number> = Object.fromEntries(ids.map((id) => [id, 1 / ids.length]));

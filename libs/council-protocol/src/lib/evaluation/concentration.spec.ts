@@ -25,8 +25,24 @@ function decided(run_id: string, at: string, over: Partial<RunFixture> = {}) {
 
 describe('spec 16.7 concentration audit (council:L4)', () => {
   it('given weights, when indexed, then HHI is the sum of squared shares and the normalized index runs from 0 (even) to 1 (one holder)', () => {
-    expect(concentrationIndex(new Map([['a', 1], ['b', 1], ['c', 1], ['d', 1]]))).toMatchObject({ hhi: 0.25, normalized_hhi: 0 });
-    expect(concentrationIndex(new Map([['a', 3], ['b', 1]]))).toMatchObject({ hhi: 0.625, normalized_hhi: 0.25 });
+    expect(
+      concentrationIndex(
+        new Map([
+          ['a', 1],
+          ['b', 1],
+          ['c', 1],
+          ['d', 1],
+        ]),
+      ),
+    ).toMatchObject({ hhi: 0.25, normalized_hhi: 0 });
+    expect(
+      concentrationIndex(
+        new Map([
+          ['a', 3],
+          ['b', 1],
+        ]),
+      ),
+    ).toMatchObject({ hhi: 0.625, normalized_hhi: 0.25 });
     expect(concentrationIndex(new Map([['a', 5]]))).toMatchObject({ hhi: 1, normalized_hhi: 1 });
     expect(concentrationIndex(new Map())).toMatchObject({ total: 0, hhi: null });
   });
@@ -48,7 +64,12 @@ describe('spec 16.7 concentration audit (council:L4)', () => {
     expect(cell.dimensions.proposes).toMatchObject({ total: 18, normalized_hhi: 0 });
     expect(cell.dimensions.selected).toMatchObject({ total: 6, hhi: 1, shares: [{ who: 'ann', share: 1 }] });
     expect(cell.dimensions.chairs.shares).toEqual([{ who: 'ann', weight: 6, share: 1 }]);
-    expect(cell.findings).toEqual(expect.arrayContaining([expect.stringContaining('selected concentrated: ann holds 100%'), expect.stringContaining('ann is both most selected and most often chair')]));
+    expect(cell.findings).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('selected concentrated: ann holds 100%'),
+        expect.stringContaining('ann is both most selected and most often chair'),
+      ]),
+    );
   });
 
   it('given the same runs counted by model family, when audited, then ann and cat (one family) are one voice in proposing', () => {
@@ -62,7 +83,11 @@ describe('spec 16.7 concentration audit (council:L4)', () => {
 
   it('given surviving dissent citing a review issue, a candidate and an unknown id, when audited, then each is attributed to its voice or counted unattributed', () => {
     const record = decided('r1', '2025-01-10T10:00:00Z', {
-      dissent: [{ description: 'cat warned it breaks', refs: ['r1:rev-cat-on-r1-A#issue-1'] }, 'r1-B remains a better fit for the constraint', 'nobody in particular'],
+      dissent: [
+        { description: 'cat warned it breaks', refs: ['r1:rev-cat-on-r1-A#issue-1'] },
+        'r1-B remains a better fit for the constraint',
+        'nobody in particular',
+      ],
       selected: 'r1-A',
     });
     const cell = concentrationAudit([{ record, domain: 'infra' }]).cells[0];
@@ -86,7 +111,10 @@ describe('spec 16.7 concentration audit (council:L4)', () => {
       { record: decided('r1', '2025-01-10T10:00:00Z'), domain: 'infra' },
       { record: decided('r2', '2025-02-10T10:00:00Z'), domain: 'infra' },
       { record: decided('r3', '2025-01-12T10:00:00Z'), domain: 'legal' },
-      { record: decided('r4', '2025-01-12T10:00:00Z', { selected: 'no-decision', terminal_state: 'abstained-insufficient-evidence' }), domain: 'legal' },
+      {
+        record: decided('r4', '2025-01-12T10:00:00Z', { selected: 'no-decision', terminal_state: 'abstained-insufficient-evidence' }),
+        domain: 'legal',
+      },
     ]);
     expect(audit.cells.map((c) => [c.domain, c.period, c.run_ids])).toEqual([
       ['infra', '2025-01', ['r1']],
@@ -98,23 +126,35 @@ describe('spec 16.7 concentration audit (council:L4)', () => {
 
   it('property: HHI lies in [1/n, 1], the normalized index in [0, 1], shares sum to 1, and the audit does not depend on run order', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.constantFrom('a', 'b', 'c', 'd', 'e'), fc.integer({ min: 1, max: 9 })), { minLength: 1, maxLength: 12 }), (pairs) => {
-        const m = new Map<string, number>();
-        for (const [k, w] of pairs) m.set(k, (m.get(k) ?? 0) + w);
-        const idx = concentrationIndex(m);
-        const n = idx.shares.length;
-        expect(idx.hhi as number).toBeGreaterThanOrEqual(1 / n - 1e-12);
-        expect(idx.hhi as number).toBeLessThanOrEqual(1 + 1e-12);
-        expect(idx.normalized_hhi as number).toBeGreaterThanOrEqual(-1e-12);
-        expect(idx.normalized_hhi as number).toBeLessThanOrEqual(1 + 1e-12);
-        expect(idx.shares.reduce((s, x) => s + x.share, 0)).toBeCloseTo(1, 12);
-      }),
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom('a', 'b', 'c', 'd', 'e'), fc.integer({ min: 1, max: 9 })), { minLength: 1, maxLength: 12 }),
+        (pairs) => {
+          const m = new Map<string, number>();
+          for (const [k, w] of pairs) m.set(k, (m.get(k) ?? 0) + w);
+          const idx = concentrationIndex(m);
+          const n = idx.shares.length;
+          expect(idx.hhi as number).toBeGreaterThanOrEqual(1 / n - 1e-12);
+          expect(idx.hhi as number).toBeLessThanOrEqual(1 + 1e-12);
+          expect(idx.normalized_hhi as number).toBeGreaterThanOrEqual(-1e-12);
+          expect(idx.normalized_hhi as number).toBeLessThanOrEqual(1 + 1e-12);
+          expect(idx.shares.reduce((s, x) => s + x.share, 0)).toBeCloseTo(1, 12);
+        },
+      ),
     );
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.constantFrom('A', 'B', 'C'), fc.constantFrom('ann', 'bob', 'cat'), fc.integer({ min: 1, max: 28 })), { minLength: 1, maxLength: 8 }), (spec) => {
-        const runs = spec.map(([sel, chair, day], i) => ({ record: decided(`r${i}`, `2025-03-${String(day).padStart(2, '0')}T10:00:00Z`, { selected: `r${i}-${sel}`, chair }), domain: 'infra' }));
-        expect(concentrationAudit([...runs].reverse(), { period: 'week' })).toEqual(concentrationAudit(runs, { period: 'week' }));
-      }),
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom('A', 'B', 'C'), fc.constantFrom('ann', 'bob', 'cat'), fc.integer({ min: 1, max: 28 })), {
+          minLength: 1,
+          maxLength: 8,
+        }),
+        (spec) => {
+          const runs = spec.map(([sel, chair, day], i) => ({
+            record: decided(`r${i}`, `2025-03-${String(day).padStart(2, '0')}T10:00:00Z`, { selected: `r${i}-${sel}`, chair }),
+            domain: 'infra',
+          }));
+          expect(concentrationAudit([...runs].reverse(), { period: 'week' })).toEqual(concentrationAudit(runs, { period: 'week' }));
+        },
+      ),
       { numRuns: 50 },
     );
   });

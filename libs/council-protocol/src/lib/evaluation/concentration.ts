@@ -161,7 +161,9 @@ function countRun(record: RunRecord, subject: ConcentrationSubject): RunCounts {
   const d = record.decision_record;
   const counts = emptyCounts();
   for (const l of record.lineage) add(counts.proposes, who(l.author_member_id), 1);
-  const picked = new Set(d && d.selected_path !== NO_DECISION ? [...(d.selected_path === SYNTHESIS ? [] : [d.selected_path]), ...d.incorporated] : []);
+  const picked = new Set(
+    d && d.selected_path !== NO_DECISION ? [...(d.selected_path === SYNTHESIS ? [] : [d.selected_path]), ...d.incorporated] : [],
+  );
   const chosenLineages = record.lineage.filter((l) => l.versions.some((v) => picked.has(v)));
   const chosenVersions = new Set(chosenLineages.flatMap((l) => l.versions));
   // One selection per run, shared by the lineages it drew on.
@@ -181,7 +183,10 @@ function countRun(record: RunRecord, subject: ConcentrationSubject): RunCounts {
 const DECIDED = new Set(['decided', 'decided-with-dissent']);
 
 /** The audit over decided runs, one cell per domain × period, cells sorted by domain then period. */
-export function concentrationAudit(runs: readonly { record: RunRecord; domain: string }[], options: Partial<ConcentrationOptions> = {}): ConcentrationAudit {
+export function concentrationAudit(
+  runs: readonly { record: RunRecord; domain: string }[],
+  options: Partial<ConcentrationOptions> = {},
+): ConcentrationAudit {
   const opts = { ...DEFAULT_CONCENTRATION_OPTIONS, ...options };
   const skipped: { run_id: string; reason: string }[] = [];
   const cells = new Map<string, { domain: string; period: string; run_ids: string[]; sums: RunCounts }>();
@@ -204,20 +209,39 @@ export function concentrationAudit(runs: readonly { record: RunRecord; domain: s
   const out: ConcentrationCell[] = [...cells.values()]
     .sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : a.period < b.period ? -1 : a.period > b.period ? 1 : 0))
     .map((cell) => {
-      const dimensions = Object.fromEntries(CONCENTRATION_DIMENSIONS.map((dim) => [dim, concentrationIndex(cell.sums[dim])])) as Record<ConcentrationDimension, ConcentrationMeasure>;
+      const dimensions = Object.fromEntries(CONCENTRATION_DIMENSIONS.map((dim) => [dim, concentrationIndex(cell.sums[dim])])) as Record<
+        ConcentrationDimension,
+        ConcentrationMeasure
+      >;
       const findings: string[] = [];
       for (const dim of CONCENTRATION_DIMENSIONS) {
         const m = dimensions[dim];
         if (m.normalized_hhi !== null && m.total >= opts.min_total && m.normalized_hhi >= opts.threshold) {
-          findings.push(`${dim} concentrated: ${m.shares[0].who} holds ${(m.shares[0].share * 100).toFixed(0)}% (normalized HHI ${m.normalized_hhi.toFixed(2)})`);
+          findings.push(
+            `${dim} concentrated: ${m.shares[0].who} holds ${(m.shares[0].share * 100).toFixed(0)}% (normalized HHI ${m.normalized_hhi.toFixed(2)})`,
+          );
         }
       }
       const topSelected = dimensions.selected.shares[0];
       const topChair = dimensions.chairs.shares[0];
-      if (topSelected && topChair && topSelected.who === topChair.who && dimensions.chairs.total >= opts.min_total && topChair.share > 0.5 && topSelected.share > 0.5) {
+      if (
+        topSelected &&
+        topChair &&
+        topSelected.who === topChair.who &&
+        dimensions.chairs.total >= opts.min_total &&
+        topChair.share > 0.5 &&
+        topSelected.share > 0.5
+      ) {
         findings.push(`${topChair.who} is both most selected and most often chair: the section 16 loop`);
       }
-      return { domain: cell.domain, period: cell.period, run_ids: [...cell.run_ids].sort(), dimensions, unattributed_dissent: cell.sums.unattributed, findings };
+      return {
+        domain: cell.domain,
+        period: cell.period,
+        run_ids: [...cell.run_ids].sort(),
+        dimensions,
+        unattributed_dissent: cell.sums.unattributed,
+        findings,
+      };
     });
   return { subject: opts.subject, period: opts.period, cells: out, skipped };
 }

@@ -78,7 +78,11 @@ export function runRecordFixture(f: RunFixture): RunRecord {
       candidate_id: `${target}-v2-${i}`,
       version: 2,
       parent_candidate_id: target,
-      responses: [accepted ? { review_issue: `${reviewId}#issue-1`, disposition: 'accepted' as const, change: 'changed' } : { review_issue: `${reviewId}#issue-1`, disposition: 'rejected' as const, reason: 'evidence says no' }],
+      responses: [
+        accepted
+          ? { review_issue: `${reviewId}#issue-1`, disposition: 'accepted' as const, change: 'changed' }
+          : { review_issue: `${reviewId}#issue-1`, disposition: 'rejected' as const, reason: 'evidence says no' },
+      ],
     };
   });
   const decision: DecisionRecord | null =
@@ -126,13 +130,28 @@ export function runRecordFixture(f: RunFixture): RunRecord {
     controller_id: 'council-controller',
     participants: f.members,
     independence_groups: groups,
-    goal_contract_revisions: [{ goal_contract: goal, revised_at: f.at, revised_by: 'owner-1', frame_check_id: null, comparable: true, restarted: false }],
+    goal_contract_revisions: [
+      { goal_contract: goal, revised_at: f.at, revised_by: 'owner-1', frame_check_id: null, comparable: true, restarted: false },
+    ],
     artifacts: { candidates: [...candidates, ...revisions], reviews, conflict_maps: [], frame_checks: [] },
-    lineage: f.candidates.map((c) => ({ lineage_id: `lineage-${c.id}`, author_member_id: c.author, versions: [c.id, ...revisions.filter((r) => r.parent_candidate_id === c.id).map((r) => r.candidate_id)] })),
+    lineage: f.candidates.map((c) => ({
+      lineage_id: `lineage-${c.id}`,
+      author_member_id: c.author,
+      versions: [c.id, ...revisions.filter((r) => r.parent_candidate_id === c.id).map((r) => r.candidate_id)],
+    })),
     anonymization: { restricted: true, mapping: [] },
     tasks: [
-      ...f.candidates.map((c, i) => ({ task_id: `${f.run_id}:t-prop-${i}`, member_id: c.author, round: 1, stage: 'proposal', status: 'answered', inputs: {} })),
-      ...(f.chair ? [{ task_id: `${f.run_id}:t-synth`, member_id: f.chair, round: 1, stage: 'synthesis', status: 'answered', inputs: {} }] : []),
+      ...f.candidates.map((c, i) => ({
+        task_id: `${f.run_id}:t-prop-${i}`,
+        member_id: c.author,
+        round: 1,
+        stage: 'proposal',
+        status: 'answered',
+        inputs: {},
+      })),
+      ...(f.chair
+        ? [{ task_id: `${f.run_id}:t-synth`, member_id: f.chair, round: 1, stage: 'synthesis', status: 'answered', inputs: {} }]
+        : []),
     ],
     budgets: { budget: goal.budget, usage: { rounds: 1, elapsed_ms: 1000, cost: 0, tokens: 0 } },
     timing: { started_at: f.at, ended_at: f.at },
@@ -145,7 +164,13 @@ export function runRecordFixture(f: RunFixture): RunRecord {
     refusals: [],
     degraded_modes: [],
     decision_record: decision,
-    terminal: { terminal_state: f.terminal_state ?? (decision && decision.unresolved_dissent.length ? 'decided-with-dissent' : decision ? 'decided' : 'failed-below-quorum'), reason: 'decision-recorded', at: f.at },
+    terminal: {
+      terminal_state:
+        f.terminal_state ??
+        (decision && decision.unresolved_dissent.length ? 'decided-with-dissent' : decision ? 'decided' : 'failed-below-quorum'),
+      reason: 'decision-recorded',
+      at: f.at,
+    },
     outcomes: [],
   };
 }

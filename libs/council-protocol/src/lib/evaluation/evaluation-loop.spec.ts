@@ -42,13 +42,16 @@ function simulate(domains: string[]): { history: CapabilityRunInput[]; chairs: s
   domains.forEach((domain, i) => {
     const day = String(i + 1).padStart(2, '0');
     const capabilities = projectCapabilities(history);
-    const selection = selectChair({ policy: 'exploration', rate: 0.25, min_observations: 2, base: 'scoped-capability' }, {
-      panel,
-      domain,
-      seed: `run-${i}`,
-      capabilities,
-      previous_chairs: chairs,
-    });
+    const selection = selectChair(
+      { policy: 'exploration', rate: 0.25, min_observations: 2, base: 'scoped-capability' },
+      {
+        panel,
+        domain,
+        seed: `run-${i}`,
+        capabilities,
+        previous_chairs: chairs,
+      },
+    );
     const chair = selection.chair as string;
     chairs.push(chair);
     const record = runRecordFixture({

@@ -52,7 +52,10 @@ describe('council:L5 structured outcome linked to its DecisionRecord (8.7, 15.4)
 
   it('given an authorised evaluator, when it records, then its role is evaluator; given anyone else, NOT_AUTHORIZED_ROLE', () => {
     expect(parseStructuredOutcome(valid({ recorded_by: 'eval-1' }), context).recorder_role).toBe('evaluator');
-    expect(refusal(() => parseStructuredOutcome(valid({ recorded_by: 'ann' }), context))).toMatchObject({ code: 'NOT_AUTHORIZED_ROLE', field: 'recorded_by' });
+    expect(refusal(() => parseStructuredOutcome(valid({ recorded_by: 'ann' }), context))).toMatchObject({
+      code: 'NOT_AUTHORIZED_ROLE',
+      field: 'recorded_by',
+    });
   });
 
   it.each([
@@ -60,23 +63,41 @@ describe('council:L5 structured outcome linked to its DecisionRecord (8.7, 15.4)
     [{ actions: [{ action: 'reboot the fleet', status: 'done' }] }, 'UNKNOWN_REFERENCE', 'outcome.actions[0].action'],
     [{ reversal_signals: [{ signal: 'made up', fired: true }] }, 'UNKNOWN_REFERENCE', 'outcome.reversal_signals[0].signal'],
     [{ expected_outcomes: [{ expected: 'world peace', observed: 'met' }] }, 'UNKNOWN_REFERENCE', 'outcome.expected_outcomes[0].expected'],
-    [{ stop_loss_conditions: [{ condition: 'error rate above 2%', triggered: 'maybe' }] }, 'SCHEMA_VIOLATION', 'outcome.stop_loss_conditions[0].triggered'],
+    [
+      { stop_loss_conditions: [{ condition: 'error rate above 2%', triggered: 'maybe' }] },
+      'SCHEMA_VIOLATION',
+      'outcome.stop_loss_conditions[0].triggered',
+    ],
     [{ source_kind: 'unknown' }, 'SCHEMA_VIOLATION', 'outcome.verdict'],
     [{ evidence_refs: [] }, 'SCHEMA_VIOLATION', 'outcome.evidence_refs'],
     [{ stop_loss_conditions: [{ condition: 'error rate above 2%', triggered: true }] }, 'SCHEMA_VIOLATION', 'outcome.verdict'],
     [{ reversal_signals: [{ signal: 'users revert', fired: true }] }, 'SCHEMA_VIOLATION', 'outcome.verdict'],
     [{ source_kind: 'peer-consensus' }, 'SCHEMA_VIOLATION', 'outcome.source_kind'],
-    [{ actions: [{ action: 'ship it', status: 'done' }, { action: 'ship it', status: 'done' }] }, 'SCHEMA_VIOLATION', 'outcome.actions[1].action'],
+    [
+      {
+        actions: [
+          { action: 'ship it', status: 'done' },
+          { action: 'ship it', status: 'done' },
+        ],
+      },
+      'SCHEMA_VIOLATION',
+      'outcome.actions[1].action',
+    ],
   ])('given %j, when parsed, then %s at %s', (over, code, field) => {
     expect(refusal(() => parseStructuredOutcome(valid(over), context))).toMatchObject({ code, field });
   });
 
   it('given a fired reversal signal, when the verdict is failure, then it is accepted: the signal explains the failure', () => {
-    expect(parseStructuredOutcome(valid({ verdict: 'failure', reversal_signals: [{ signal: 'users revert', fired: true }] }), context).verdict).toBe('failure');
+    expect(
+      parseStructuredOutcome(valid({ verdict: 'failure', reversal_signals: [{ signal: 'users revert', fired: true }] }), context).verdict,
+    ).toBe('failure');
   });
 
   it('given no evaluator can tell (18), when the explicit unknown is built, then every link is unknown, it scores nothing, and it parses back', () => {
-    const o = unknownOutcome({ outcome_id: 'o2', observed_at: '2025-02-11T00:00:00Z', recorded_by: 'eval-1', reason: 'evaluator unavailable' }, context);
+    const o = unknownOutcome(
+      { outcome_id: 'o2', observed_at: '2025-02-11T00:00:00Z', recorded_by: 'eval-1', reason: 'evaluator unavailable' },
+      context,
+    );
     expect(o).toMatchObject({ source_kind: 'unknown', verdict: 'unknown', evidence_refs: [] });
     expect(o.actions).toEqual([{ action: 'ship it', status: 'unknown' }]);
     expect(o.reversal_signals).toEqual([{ signal: 'users revert', fired: 'unknown' }]);
@@ -89,7 +110,11 @@ describe('council:L5 structured outcome linked to its DecisionRecord (8.7, 15.4)
       verdict === 'unknown'
         ? unknownOutcome({ outcome_id: id, observed_at, recorded_by: 'eval-1', reason: 'n/a' }, context)
         : parseStructuredOutcome(valid({ outcome_id: id, observed_at, verdict, reversal_signals: [] }), context);
-    const outcomes = [at('o3', '2025-04-01T00:00:00Z', 'unknown'), at('o2', '2025-03-01T00:00:00Z', 'failure'), at('o1', '2025-02-01T00:00:00Z', 'success')];
+    const outcomes = [
+      at('o3', '2025-04-01T00:00:00Z', 'unknown'),
+      at('o2', '2025-03-01T00:00:00Z', 'failure'),
+      at('o1', '2025-02-01T00:00:00Z', 'success'),
+    ];
     expect(standingOutcome(outcomes, decision.decision_id)?.outcome_id).toBe('o2');
     expect(standingOutcome([outcomes[0]], decision.decision_id)).toBeNull();
   });

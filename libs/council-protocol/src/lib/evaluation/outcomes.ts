@@ -69,7 +69,14 @@ function triState(o: Record<string, unknown>, key: string, path: string): boolea
   return fail(join(path, key), "must be true, false or 'unknown'");
 }
 
-function linked<T>(items: unknown[], path: string, key: string, allowed: readonly string[], what: string, build: (o: Record<string, unknown>, p: string, name: string) => T): T[] {
+function linked<T>(
+  items: unknown[],
+  path: string,
+  key: string,
+  allowed: readonly string[],
+  what: string,
+  build: (o: Record<string, unknown>, p: string, name: string) => T,
+): T[] {
   const seen = new Set<string>();
   return items.map((item, i) => {
     const p = join(path, i);
@@ -91,7 +98,8 @@ export function parseStructuredOutcome(input: unknown, context: OutcomeContext, 
   const o = record(input, path);
   const decision = context.decision;
   const decisionId = str(o, 'decision_id', path);
-  if (decisionId !== decision.decision_id) throw new CouncilError('UNKNOWN_REFERENCE', `the decision is ${decision.decision_id}`, join(path, 'decision_id'));
+  if (decisionId !== decision.decision_id)
+    throw new CouncilError('UNKNOWN_REFERENCE', `the decision is ${decision.decision_id}`, join(path, 'decision_id'));
   const observedAt = str(o, 'observed_at', path);
   instantMs(observedAt, join(path, 'observed_at'));
   const recordedBy = str(o, 'recorded_by', path);
@@ -103,30 +111,61 @@ export function parseStructuredOutcome(input: unknown, context: OutcomeContext, 
     recorder_role: outcomeRecorderRole(recordedBy, decision, context.evaluators),
     source_kind: oneOf(o, 'source_kind', path, OUTCOME_SOURCE_KINDS),
     verdict: oneOf(o, 'verdict', path, OUTCOME_VERDICTS),
-    actions: linked(arr(o, 'actions', path, { optional: true }), join(path, 'actions'), 'action', decision.actions, 'actions', (ao, p, action) => ({
-      action,
-      status: oneOf(ao, 'status', p, ACTION_STATUSES),
-    })),
-    expected_outcomes: linked(arr(o, 'expected_outcomes', path, { optional: true }), join(path, 'expected_outcomes'), 'expected', context.expected_outcomes, 'expected outcomes', (eo, p, expected) => ({
-      expected,
-      observed: oneOf(eo, 'observed', p, EXPECTATION_STATUSES),
-    })),
-    reversal_signals: linked(arr(o, 'reversal_signals', path, { optional: true }), join(path, 'reversal_signals'), 'signal', decision.reversal_signals, 'reversal signals', (so, p, signal) => ({
-      signal,
-      fired: triState(so, 'fired', p),
-    })),
-    stop_loss_conditions: linked(arr(o, 'stop_loss_conditions', path, { optional: true }), join(path, 'stop_loss_conditions'), 'condition', decision.stop_loss_conditions, 'stop-loss conditions', (so, p, condition) => ({
-      condition,
-      triggered: triState(so, 'triggered', p),
-    })),
+    actions: linked(
+      arr(o, 'actions', path, { optional: true }),
+      join(path, 'actions'),
+      'action',
+      decision.actions,
+      'actions',
+      (ao, p, action) => ({
+        action,
+        status: oneOf(ao, 'status', p, ACTION_STATUSES),
+      }),
+    ),
+    expected_outcomes: linked(
+      arr(o, 'expected_outcomes', path, { optional: true }),
+      join(path, 'expected_outcomes'),
+      'expected',
+      context.expected_outcomes,
+      'expected outcomes',
+      (eo, p, expected) => ({
+        expected,
+        observed: oneOf(eo, 'observed', p, EXPECTATION_STATUSES),
+      }),
+    ),
+    reversal_signals: linked(
+      arr(o, 'reversal_signals', path, { optional: true }),
+      join(path, 'reversal_signals'),
+      'signal',
+      decision.reversal_signals,
+      'reversal signals',
+      (so, p, signal) => ({
+        signal,
+        fired: triState(so, 'fired', p),
+      }),
+    ),
+    stop_loss_conditions: linked(
+      arr(o, 'stop_loss_conditions', path, { optional: true }),
+      join(path, 'stop_loss_conditions'),
+      'condition',
+      decision.stop_loss_conditions,
+      'stop-loss conditions',
+      (so, p, condition) => ({
+        condition,
+        triggered: triState(so, 'triggered', p),
+      }),
+    ),
     summary: str(o, 'summary', path),
     evidence_refs: strings(o, 'evidence_refs', path, { optional: true }),
   };
-  if (outcome.source_kind === 'unknown' && outcome.verdict !== 'unknown') fail(join(path, 'verdict'), "no evaluator could tell (source_kind 'unknown'): the verdict is 'unknown'");
-  if (outcome.verdict !== 'unknown' && outcome.evidence_refs.length === 0) fail(join(path, 'evidence_refs'), 'a known verdict cites its external evidence');
+  if (outcome.source_kind === 'unknown' && outcome.verdict !== 'unknown')
+    fail(join(path, 'verdict'), "no evaluator could tell (source_kind 'unknown'): the verdict is 'unknown'");
+  if (outcome.verdict !== 'unknown' && outcome.evidence_refs.length === 0)
+    fail(join(path, 'evidence_refs'), 'a known verdict cites its external evidence');
   if (outcome.verdict === 'success') {
     if (outcome.reversal_signals.some((s) => s.fired === true)) fail(join(path, 'verdict'), 'a reversal signal fired: not a success');
-    if (outcome.stop_loss_conditions.some((s) => s.triggered === true)) fail(join(path, 'verdict'), 'a stop-loss condition triggered: not a success');
+    if (outcome.stop_loss_conditions.some((s) => s.triggered === true))
+      fail(join(path, 'verdict'), 'a stop-loss condition triggered: not a success');
   }
   return outcome;
 }
@@ -135,7 +174,10 @@ export function parseStructuredOutcome(input: unknown, context: OutcomeContext, 
  * The explicit unknown (spec 18: external evaluator unavailable): every action, expectation,
  * signal and condition of the decision listed as `unknown`, with the reason as the summary.
  */
-export function unknownOutcome(args: { outcome_id: string; observed_at: string; recorded_by: string; reason: string }, context: OutcomeContext): StructuredOutcome {
+export function unknownOutcome(
+  args: { outcome_id: string; observed_at: string; recorded_by: string; reason: string },
+  context: OutcomeContext,
+): StructuredOutcome {
   const d = context.decision;
   return {
     outcome_id: args.outcome_id,
@@ -165,6 +207,10 @@ export function outcomeValue(outcome: StructuredOutcome): 1 | 0 | null {
  */
 export function standingOutcome(outcomes: readonly StructuredOutcome[], decisionId: string): StructuredOutcome | null {
   const known = outcomes.filter((o) => o.decision_id === decisionId && o.verdict !== 'unknown');
-  known.sort((a, b) => instantMs(a.observed_at, 'observed_at') - instantMs(b.observed_at, 'observed_at') || (a.outcome_id < b.outcome_id ? -1 : a.outcome_id > b.outcome_id ? 1 : 0));
+  known.sort(
+    (a, b) =>
+      instantMs(a.observed_at, 'observed_at') - instantMs(b.observed_at, 'observed_at') ||
+      (a.outcome_id < b.outcome_id ? -1 : a.outcome_id > b.outcome_id ? 1 : 0),
+  );
   return known.length ? known[known.length - 1] : null;
 }

@@ -12,4 +12,12 @@ import { RejectionRecorder } from './rejection-recorder';
  * them: `providers: [...authProviders, ...]`, then inject CommandContext (and RejectionRecorder
  * to record refusals for the audit log, ProposalReadPolicy to show proposals to a reader).
  */
-export const authProviders: Provider[] = [NatsAuthCheck, ParticipantDirectory, NonceStore, RejectionRecorder, CommandContext, ProposalLabels, ProposalReadPolicy];
+export const authProviders: Provider[] = [
+  NatsAuthCheck,
+  ParticipantDirectory,
+  NonceStore,
+  RejectionRecorder,
+  CommandContext,
+  ProposalLabels,
+  ProposalReadPolicy,
+];

@@ -24,7 +24,9 @@ export class NatsAuthCheck implements OnModuleInit {
     const settings = authSettingsOf(this.config);
     if (settings.authMode !== 'required' || this.nc.info?.auth_required === true) return;
     if (settings.insecureOpenNats) {
-      this.logger.warn('NATS DOES NOT AUTHENTICATE CLIENTS (CONCLAVE_INSECURE_OPEN_NATS=true): anyone on the bus can forge events and replies. Tests only.');
+      this.logger.warn(
+        'NATS DOES NOT AUTHENTICATE CLIENTS (CONCLAVE_INSECURE_OPEN_NATS=true): anyone on the bus can forge events and replies. Tests only.',
+      );
       return;
     }
     throw new ConfigError([

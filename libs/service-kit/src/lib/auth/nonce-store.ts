@@ -46,7 +46,10 @@ export class NonceStore implements OnApplicationBootstrap {
     this.logger.warn(`nonce bucket TTL ${ttlMs} ms is shorter than the accepted window (${required} ms): raising it`);
     await jsm.streams.update(stream, { ...info.config, max_age: nanos(required) });
     const after = (await jsm.streams.info(stream)).config.max_age / 1_000_000;
-    if (after < required) throw new Error(`the nonce bucket ${this.bucketName} keeps nonces ${after} ms, less than the ${required} ms a request stays acceptable`);
+    if (after < required)
+      throw new Error(
+        `the nonce bucket ${this.bucketName} keeps nonces ${after} ms, less than the ${required} ms a request stays acceptable`,
+      );
   }
 
   /** True when the nonce was unused and is now taken; false for a replay. */

@@ -49,7 +49,11 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
   ) {
     readiness.register('participant-registry', () => this.caughtUp && this.cache.following);
     // The list of every participant: a reactor, so a log outage only pauses it.
-    this.reactor = reactors.create<RegistryEvent>({ name: 'participant-list', categories: [PARTICIPANT_STREAM_CATEGORY], apply: (e) => this.follow(e) });
+    this.reactor = reactors.create<RegistryEvent>({
+      name: 'participant-list',
+      categories: [PARTICIPANT_STREAM_CATEGORY],
+      apply: (e) => this.follow(e),
+    });
     this.cache = new AggregateCache<ParticipantState, RegistryEvent>(log as unknown as EventLog<RegistryEvent>, {
       categories: [PARTICIPANT_STREAM_CATEGORY],
       initial: () => initialParticipantState,
@@ -90,7 +94,11 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
   async execute(command: RegistryCommand): Promise<{ events: RegistryEvent[]; state: ParticipantState }> {
     const id = command.data.participant_id;
     if (!isParticipantId(id)) {
-      throw new AcpError('SCHEMA_VIOLATION', 'participant_id must be 1 to 60 characters of letters, digits and _ - . : @', 'participant_id');
+      throw new AcpError(
+        'SCHEMA_VIOLATION',
+        'participant_id must be 1 to 60 characters of letters, digits and _ - . : @',
+        'participant_id',
+      );
     }
     const stream = participantStream(id);
     try {
@@ -117,7 +125,12 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
         command_id: this.ids.next(),
         now: this.clock.now().toISOString(),
         actor: 'bootstrap',
-        data: { participant_id: admin.participant_id, roles: ['administrator'], public_key: admin.public_key, display_name: 'bootstrap administrator' },
+        data: {
+          participant_id: admin.participant_id,
+          roles: ['administrator'],
+          public_key: admin.public_key,
+          display_name: 'bootstrap administrator',
+        },
       });
       this.logger.log(`registered bootstrap administrator ${admin.participant_id}`);
     } catch (err) {

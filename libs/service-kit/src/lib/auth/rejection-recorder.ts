@@ -83,7 +83,9 @@ export class RejectionRecorder {
     };
     const { stream, subject } = rejectionsStream(this.config);
     try {
-      this.ready ??= this.nc.jetstreamManager().then((jsm) => ensureStream(jsm, { name: stream, subjects: [subject], replicas: this.config.logReplicas }));
+      this.ready ??= this.nc
+        .jetstreamManager()
+        .then((jsm) => ensureStream(jsm, { name: stream, subjects: [subject], replicas: this.config.logReplicas }));
       await this.ready.catch((err: unknown) => {
         this.ready = undefined;
         throw err;
