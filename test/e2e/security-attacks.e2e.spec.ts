@@ -1,7 +1,6 @@
 import { AUDIT_PATTERNS, AUTH_HEADERS, AuditEntry, REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ConclaveClient, ConclaveError, jwtSigner } from '@conclave/sdk';
 import { loadConfig } from '@conclave/service-kit';
-import { headers as natsHeaders } from 'nats';
 import { ulid } from 'ulid';
 import { AddressInfo } from 'node:net';
 import { AuditConfig } from '../../apps/audit/src/app/audit.config';

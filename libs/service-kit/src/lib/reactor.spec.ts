@@ -75,12 +75,11 @@ describe('Reactor', () => {
         p === 'subscribe'
           ? (cats: never, from: never, handler: (e: StoredEvent<E>) => Promise<void>): Subscription => {
               let count = 0;
-              let sub: Subscription;
               const dying = failNext;
               failNext = false;
               let reject!: (e: unknown) => void;
               const closed = new Promise<void>((_, r) => (reject = r));
-              sub = t.subscribe(cats, from, async (e) => {
+              const sub: Subscription = t.subscribe(cats, from, async (e) => {
                 await handler(e);
                 if (dying && ++count === 3) {
                   void sub.stop();
