@@ -18,6 +18,7 @@ export type {
   CouncilMemberOptions,
   CouncilVerdict,
   CouncilDecisionMessage,
+  CouncilClientOptions,
 } from './lib/council-member';
 export * from './lib/scripted-members';
 export { ed25519Signer, generateParticipantKeys, jwtSigner, signPayload } from './lib/signing';

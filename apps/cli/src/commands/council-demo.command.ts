@@ -1,4 +1,5 @@
 import { acpStreamNames } from '@conclave/messaging';
+import type { CouncilClientOptions } from '@conclave/sdk';
 import { CouncilClient, CouncilDecisionMessage, ScriptedMember, cleanBehaviour, scriptedGoalContract, scriptedPanel } from '@conclave/sdk';
 import type { NatsConnection } from 'nats';
 
@@ -7,6 +8,10 @@ export interface CouncilDemoOptions {
   prefix?: string;
   streamSuffix?: string;
   timeoutMs?: number;
+  /** Signs the owner's commands where the service requires authentication (`ed25519Signer`). */
+  signer?: CouncilClientOptions['signer'];
+  /** The goal contract's decision owner: the participant the signer signs as. */
+  owner?: string;
 }
 
 const DISSENT = 'skeptic: dual writes may still drift under peak load; discriminating evidence: a replay of last month of traffic';
@@ -36,8 +41,8 @@ export async function runCouncilDemo(
   const timeoutMs = options.timeoutMs ?? 30_000;
   const timer = setTimeout(() => void messages.close(), timeoutMs);
   try {
-    const goal = scriptedGoalContract({ goal_contract_id: 'gc-demo' });
-    const runId = await new CouncilClient(nc, prefix).start({
+    const goal = scriptedGoalContract({ goal_contract_id: 'gc-demo', ...(options.owner ? { decision_owner: options.owner } : {}) });
+    const runId = await new CouncilClient(nc, prefix, { signer: options.signer }).start({
       goal_contract: goal,
       panel: scriptedPanel({ proposers, chair }),
       policy: { stage_timeout_ms: 10_000 },

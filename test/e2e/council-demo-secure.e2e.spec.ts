@@ -1,0 +1,44 @@
+import { ed25519Signer } from '@conclave/sdk';
+import { runCouncilDemo } from '../../apps/cli/src/commands/demo.command';
+import { SecureConclaveHarness } from '../support/conclave-harness';
+
+/**
+ * The demo's council with authentication required, as the compose stack and Kubernetes run it:
+ * the owner signs `council.v1.start`, the registry knows the owner and the chair, and the run
+ * decides with its dissent, as it does with authentication off.
+ */
+describe('the Council demo with authentication required', () => {
+  const h = new SecureConclaveHarness();
+
+  beforeAll(async () => {
+    await h.start('intake', 'council');
+    await h.seed([{ participant_id: 'demo-owner' }, { participant_id: 'demo-chair' }]);
+  });
+  afterAll(async () => {
+    const jsm = await h.nc.jetstreamManager();
+    await jsm.streams.delete(`KV_${h.env['CONCLAVE_EVENT_STREAM']}_COUNCIL_LEASES`).catch(() => undefined);
+    await h.stop();
+  });
+
+  it('given a registered owner who signs, when the demo council runs, then it decides and keeps the skeptic dissent', async () => {
+    const lines: string[] = [];
+    const d = await runCouncilDemo(h.nc, (l) => lines.push(l), {
+      prefix: `c${h.prefix}`,
+      streamSuffix: h.run,
+      timeoutMs: 20_000,
+      owner: 'demo-owner',
+      signer: ed25519Signer('demo-owner', h.keys.get('demo-owner')!.privateKeyPem),
+    });
+    expect(d.terminal_state).toMatch(/^decided/);
+    expect(lines.join('\n')).toContain('dissent:');
+    expect(lines.join('\n')).toContain('skeptic: dual writes may still drift');
+  });
+
+  it('given no signature, when the demo council starts, then it is refused as unauthenticated', async () => {
+    await expect(
+      runCouncilDemo(h.nc, () => undefined, { prefix: `c${h.prefix}`, streamSuffix: h.run, timeoutMs: 5_000, owner: 'demo-owner' }),
+    ).rejects.toMatchObject({
+      code: 'UNAUTHENTICATED',
+    });
+  });
+});
