@@ -182,6 +182,40 @@ export class ServiceProcesses {
     }
   }
 
+  /** The running processes (of `name`, when given), oldest first. */
+  live(name?: ServiceName): ServiceProcess[] {
+    return this.processes.filter(
+      (p) => (name === undefined || p.name === name) && p.child.exitCode === null && p.child.signalCode === null,
+    );
+  }
+
+  /**
+   * Sends `signal` to the oldest running process of `name` and waits for it to exit. A process
+   * still running `graceMs` after a non-SIGKILL signal is killed (`forced`), as an orchestrator does.
+   */
+  async kill(
+    name: ServiceName,
+    signal: NodeJS.Signals = 'SIGKILL',
+    graceMs = 30_000,
+  ): Promise<{ process: ServiceProcess; code: number | null; signal: NodeJS.Signals | null; forced: boolean }> {
+    const p = this.live(name)[0];
+    if (!p) throw new Error(`no running ${name} to send ${signal} to`);
+    let forced = false;
+    const timer = setTimeout(() => {
+      forced = true;
+      p.child.kill('SIGKILL');
+    }, graceMs);
+    p.child.kill(signal);
+    await exited(p.child);
+    clearTimeout(timer);
+    return { process: p, code: p.child.exitCode, signal: p.child.signalCode, forced };
+  }
+
+  /** A fresh process of `name` with the same env (as a Kubernetes restart), once it is ready. */
+  async restart(name: ServiceName): Promise<ServiceProcess> {
+    return this.add(name);
+  }
+
   /** SIGTERM to each (graceful drain), SIGKILL to any still running after `graceMs`. */
   async stop(graceMs = 10_000): Promise<void> {
     await Promise.all(
