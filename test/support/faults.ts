@@ -1,5 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { connect, NatsConnection } from 'nats';
 import type { ServiceName } from './conclave-harness';
 import { eventually } from './conclave-harness';
@@ -99,6 +99,8 @@ export interface FaultResult {
   /** Services not running or not ready at the end, as `name:down`. */
   down: string[];
   notes: string[];
+  /** A fault step that failed (e.g. a restarted process never ready), with its readiness and log tail. */
+  faultErrors: string[];
   /** The services' error lines (a few per process), as they were before the processes went away. */
   logLines: string[];
   report: CheckReport;
@@ -120,6 +122,7 @@ export async function runFaultScenario(scenario: FaultScenario): Promise<FaultRe
     const result = await drive(scenario, svc, conn);
     result.durationMs = Date.now() - started;
     writeRow(result);
+    if (!isClean(result)) keepLogs(result.scenario, svc, nats);
     return result;
   } finally {
     await svc?.stop().catch(() => undefined);
@@ -161,7 +164,14 @@ async function drive(scenario: FaultScenario, svc: ServiceProcesses, conn: NatsC
   }
   const outcomes = await load;
   if (faultError === undefined && scenario.afterLoad) await scenario.afterLoad(svc, record).catch((err) => (faultError = err));
-  if (faultError !== undefined) throw faultError;
+  const faultErrors: string[] = [];
+  if (faultError !== undefined) {
+    // A process that did not come back: what its readiness and its log said.
+    faultErrors.push(String((faultError as Error).message ?? faultError));
+    const last = svc.processes[svc.processes.length - 1];
+    if (last)
+      faultErrors.push(`${last.name} (latest process) /readyz: ${await svc.readiness(last)}; log tail: ${svc.logOf(last).slice(-1500)}`);
+  }
 
   // A timed proposal's response may come after its deadline on a retry: refusing it is right.
   const accepted = outcomes
@@ -223,6 +233,7 @@ async function drive(scenario: FaultScenario, svc: ServiceProcesses, conn: NatsC
     expectedChain: chainLength(run),
     down,
     notes,
+    faultErrors,
     logLines: svc.processes.flatMap((p) =>
       svc
         .logOf(p)
@@ -268,6 +279,7 @@ export function describeFault(r: FaultResult): string {
       `${r.unrouted.length} escalations unrouted (first: ${r.unrouted.slice(0, 5).join(', ')}); kills ${r.kills}, restarts ${r.restarts}; ` +
       `audit head ${r.auditHead}, expected ${r.expectedChain}; down: ${r.down.join(' ') || 'none'}`,
     ...r.notes,
+    ...r.faultErrors,
     describeReport(r.report),
     'service log lines:',
     ...r.logLines,
@@ -289,9 +301,33 @@ function writeRow(r: FaultResult): void {
 }
 
 /** The scenario's verdict: everything accepted, decided, routed, audited, every invariant clean, every service ready. */
+function isClean(r: FaultResult): boolean {
+  return (
+    r.report.ok &&
+    !r.faultErrors.length &&
+    !r.undecided.length &&
+    !r.unrouted.length &&
+    r.auditHead === r.expectedChain &&
+    !r.down.length &&
+    r.accepted === r.proposals
+  );
+}
+
+/** A failed scenario's service and server logs, kept under .data/faults/<scenario>-logs. */
+function keepLogs(scenario: string, svc: ServiceProcesses, nats: PrivateNatsServer): void {
+  try {
+    const dir = join(FAULTS_REPORT_DIR, `${scenario}-logs`);
+    mkdirSync(dir, { recursive: true });
+    for (const p of svc.processes) copyFileSync(p.logFile, join(dir, basename(p.logFile)));
+    writeFileSync(join(dir, 'nats-server.log'), nats.log());
+  } catch {
+    // best effort
+  }
+}
+
 export function expectNothingLost(r: FaultResult): void {
-  const clean = r.report.ok && !r.undecided.length && !r.unrouted.length && r.auditHead === r.expectedChain && !r.down.length;
-  if (!clean || r.accepted !== r.proposals) console.warn(describeFault(r));
+  if (!isClean(r)) console.warn(describeFault(r));
+  expect(r.faultErrors).toEqual([]);
   expect(r.accepted).toBe(r.proposals); // the agents' retries went through
   expect({ undecided: r.undecided.length, unrouted: r.unrouted.length, stuck: r.report.stuck.length }).toEqual({
     undecided: 0,

@@ -174,6 +174,15 @@ export class ServiceProcesses {
     }
   }
 
+  /** The body of `/readyz` (which checks fail), or the error reaching it. */
+  async readiness(p: ServiceProcess): Promise<string> {
+    try {
+      return await (await fetch(`http://127.0.0.1:${p.port}/readyz`)).text();
+    } catch (err) {
+      return `unreachable: ${(err as Error).message}`;
+    }
+  }
+
   logOf(p: ServiceProcess): string {
     try {
       return readFileSync(p.logFile, 'utf8');
