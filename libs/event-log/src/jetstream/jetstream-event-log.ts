@@ -321,11 +321,11 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
       try {
         sub = await this.js.subscribe(filter, opts);
         if (stopped) return;
+        // Caught up = every matching message that existed now is handled. Waiting for a delivery
+        // with nothing pending instead would never end while appends keep coming.
         const info = await sub.consumerInfo();
-        if (info.num_pending === 0) {
-          target = info.delivered.consumer_seq;
-          if (handled >= target) caughtUp.resolve();
-        }
+        target = info.delivered.consumer_seq + info.num_pending;
+        if (handled >= target) caughtUp.resolve();
       } catch (e) {
         throw new LogUnavailableError('subscribe', undefined, { cause: e });
       }

@@ -4,7 +4,7 @@ import { ulid } from 'ulid';
 import { AggregateCache } from '../cache/aggregate-cache';
 import { EventLogConfigError, LogUnavailableError } from '../core/errors';
 import { describeCheckpointStore, type Seen } from '../testing/checkpoint-store.contract';
-import { Collector, type TestEvent } from '../testing/event-log.contract';
+import { Collector, within, type TestEvent } from '../testing/event-log.contract';
 import { NATS_URL, openTestLog } from '../testing/nats-test-log';
 import { JetStreamEventLog } from './jetstream-event-log';
 import { KvCheckpointStore } from './kv-checkpoint-store';
@@ -18,6 +18,28 @@ describe('JetStreamEventLog specifics', () => {
   });
   afterAll(async () => {
     await t.dispose();
+  });
+
+  it('given appends that never stop, when a subscription starts, then it is caught up once it handled what existed at its start', async () => {
+    for (let i = 0; i < 300; i++) await t.log.append(`busy-${ulid()}`, [ev('Before')], 'no_stream');
+    let writing = true;
+    const writer = (async () => {
+      while (writing) await t.log.append(`busy-${ulid()}`, [ev('During')], 'no_stream');
+    })();
+    try {
+      let before = 0;
+      // A slow handler, so that messages are always pending while the writer runs.
+      const sub = t.log.subscribe(['busy'], 'start', async (e) => {
+        if (e.event.type === 'Before') before++;
+        await new Promise((r) => setTimeout(r, 1));
+      });
+      await within(sub.caughtUp, 20_000, 'caught up under a steady stream of appends');
+      expect(before).toBe(300);
+      await sub.stop();
+    } finally {
+      writing = false;
+      await writer;
+    }
   });
 
   it('reads that decide (version, read) go to the stream leader, never to a direct get that a lagging replica may serve', async () => {
