@@ -66,6 +66,24 @@ describe('Reactor', () => {
     await Promise.all([b.stop(), c.stop()]);
   });
 
+  it('given a snapshot store that never answers, when the reactor starts, then it rebuilds from the log instead of waiting', async () => {
+    const log = new InMemoryEventLog<E>();
+    await append(log, 1, 5);
+    const hanging = { load: () => new Promise<never>(() => undefined), save: async () => undefined };
+    const { state, definition } = summing();
+    const reactor = new Reactor(log, definition, jest.fn(), 60_000, undefined, {
+      store: hanging,
+      name: 'svc-sum',
+      everyEvents: 10,
+      everyMs: 60_000,
+      loadTimeoutMs: 50,
+    });
+    await reactor.start();
+    expect(reactor.resumedFrom).toBe('start');
+    expect(state.seen).toEqual([1, 2, 3, 4, 5]);
+    await reactor.stop();
+  });
+
   it('given a subscription lost to a log outage, then the reactor is not ready until it resumes after the last event handled, and handles every event exactly once', async () => {
     const log = new InMemoryEventLog<E>();
     let failNext = true;

@@ -54,9 +54,12 @@ export interface SnapshotPolicy {
   readonly everyEvents: number;
   /** ...or this long after the first unsaved one. */
   readonly everyMs: number;
+  /** A snapshot not read within this long is skipped (rebuilt from the log). Default 15 s. */
+  readonly loadTimeoutMs?: number;
 }
 
 const FIRST_RETRY_MS = 250;
+const SNAPSHOT_LOAD_TIMEOUT_MS = 15_000;
 const MAX_RETRY_MS = 5_000;
 
 /**
@@ -111,10 +114,18 @@ export class Reactor<E extends LogEvent> {
     this.stopping = false;
     const snap = this.definition.snapshot;
     if (snap && this.snapshots) {
-      const saved = await this.snapshots.store.load(this.snapshots.name).catch((err: Error) => {
-        this.logger.warn(`snapshot not loaded, rebuilding from ${from}: ${err.message}`);
-        return undefined;
+      // A snapshot only saves time: one that cannot be read promptly is skipped, never waited for.
+      let timer: NodeJS.Timeout | undefined;
+      const limit = this.snapshots.loadTimeoutMs ?? SNAPSHOT_LOAD_TIMEOUT_MS;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`not read within ${limit} ms`)), limit);
       });
+      const saved = await Promise.race([this.snapshots.store.load(this.snapshots.name), timeout])
+        .catch((err: Error) => {
+          this.logger.warn(`snapshot not loaded, rebuilding from ${from}: ${err.message}`);
+          return undefined;
+        })
+        .finally(() => clearTimeout(timer));
       if (saved && saved.schema === snap.schema && (from === 'start' || saved.position > from)) {
         snap.restore(saved.state);
         this.position = saved.position;
