@@ -132,7 +132,7 @@ export class ServiceProcesses {
       CONCLAVE_AUTH_MODE: 'off',
       CONCLAVE_EXPIRY_GRACE_MS: '0',
       HTTP_HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: process.env['CONCLAVE_TEST_LOG_LEVEL'] ?? 'warn',
       ...extraEnv,
     };
   }
