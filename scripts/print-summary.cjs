@@ -1,5 +1,13 @@
-// Prints the plain closing line 'N passed, N failed, N skipped' from Jest's JSON results.
+// Prints the plain closing line 'N passed, N failed, N skipped' from one or more Jest JSON results.
 const fs = require('fs');
-const r = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-const skipped = r.numPendingTests + r.numTodoTests;
-console.log(`Tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${skipped} skipped`);
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+for (const file of process.argv.slice(2)) {
+  if (!fs.existsSync(file)) continue;
+  const r = JSON.parse(fs.readFileSync(file, 'utf8'));
+  passed += r.numPassedTests;
+  failed += r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0);
+  skipped += r.numPendingTests + r.numTodoTests;
+}
+console.log(`Tests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
