@@ -161,6 +161,8 @@ export const CHAIR_MODES = ['select', 'bounded-synthesis', 'grounded-reframing']
 export type ChairMode = (typeof CHAIR_MODES)[number];
 
 /** Members id goes into a NATS subject token, so it is restricted to token-safe characters. */
-export const MEMBER_ID_PATTERN = /^[A-Za-z0-9_-]+$/;
+// Starts and ends with a letter or digit: an id that is only separators, or starts or ends with
+// one, would be a word part of other words (`7_` names `_`) and could not be scrubbed cleanly.
+export const MEMBER_ID_PATTERN = /^[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?$/;
 /** Member ids that would read as the controller's blind refs (`anon-A-v1`, `review-2`) are refused. */
 export const RESERVED_MEMBER_ID = /^(?:anon-[A-Z]+-v\d+|review-\d+)$/;

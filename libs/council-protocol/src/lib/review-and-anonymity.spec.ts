@@ -33,6 +33,11 @@ describe('spec 11.1 blind surface: scrubbing member ids', () => {
   );
   const blindRefs = (s: string) => s.match(/anon-[A-Z]+-v\d+|review-\d+(?:#issue-\d+)?|Candidate [A-Z]+/g) ?? [];
 
+  it('given ids made of or edged by separators (found by the property: `7` and `_` in "7_"), then they are not member ids', () => {
+    for (const id of ['_', '-', '7_', '_b', 'a-']) expect(MEMBER_ID_PATTERN.test(id)).toBe(false);
+    for (const id of ['7', 'a_b', 'member-builder-01', 'A']) expect(MEMBER_ID_PATTERN.test(id)).toBe(true);
+  });
+
   it('property: for any member ids, scrubbing never corrupts an anonymous ref and leaves no member id behind', () => {
     fc.assert(
       fc.property(
