@@ -18,6 +18,7 @@ import { startAudit } from '../../apps/audit/src/app/audit.app';
 import { ed25519Signer, generateParticipantKeys, ParticipantKeyPair } from '@conclave/sdk';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { startCouncil } from '../../apps/council/src/app/council.app';
+import { runEnv } from './run-env';
 
 export const NATS_URL = process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222';
 
@@ -52,21 +53,12 @@ export class ConclaveHarness {
 
   constructor(extraEnv: Record<string, string> = {}) {
     this.env = {
-      NATS_URL,
-      CONCLAVE_SUBJECT_PREFIX: this.prefix,
-      CONCLAVE_COUNCIL_PREFIX: `c${this.prefix}`,
-      CONCLAVE_EVENT_STREAM: `EVT_${this.run}`,
-      CONCLAVE_EVENT_SUBJECT_PREFIX: `evt${this.run.toLowerCase()}`,
-      CONCLAVE_STREAM_SUFFIX: this.run,
-      CONCLAVE_AUTH_MODE: 'off',
+      ...runEnv(this.run, NATS_URL),
       // The shared test server runs without accounts; security-nats e2e covers a server with them.
       CONCLAVE_INSECURE_OPEN_NATS: 'true',
-      CONCLAVE_EXPIRY_GRACE_MS: '0',
       // In-process services must not end the test runner; a fatal reactor shows as not ready.
       CONCLAVE_EXIT_ON_FATAL: 'false',
       HTTP_PORT: '0',
-      HTTP_HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
       ...extraEnv,
     };
   }

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ulid } from 'ulid';
 import type { ServiceName } from './conclave-harness';
+import { runEnv } from './run-env';
 
 const ROOT = resolve(__dirname, '../..');
 const NATS_SERVER = process.env['NATS_SERVER_BIN'] ?? '/usr/sbin/nats-server';
@@ -122,19 +123,7 @@ export class ServiceProcesses {
   constructor(natsUrl: string, logDir?: string, extraEnv: Record<string, string> = {}) {
     this.ownsLogDir = logDir === undefined;
     this.logDir = logDir ?? mkdtempSync(join(tmpdir(), 'conclave-services-'));
-    this.env = {
-      NATS_URL: natsUrl,
-      CONCLAVE_SUBJECT_PREFIX: this.prefix,
-      CONCLAVE_COUNCIL_PREFIX: `c${this.prefix}`,
-      CONCLAVE_EVENT_STREAM: `EVT_${this.run}`,
-      CONCLAVE_EVENT_SUBJECT_PREFIX: `evt${this.run.toLowerCase()}`,
-      CONCLAVE_STREAM_SUFFIX: this.run,
-      CONCLAVE_AUTH_MODE: 'off',
-      CONCLAVE_EXPIRY_GRACE_MS: '0',
-      HTTP_HOST: '127.0.0.1',
-      LOG_LEVEL: process.env['CONCLAVE_TEST_LOG_LEVEL'] ?? 'warn',
-      ...extraEnv,
-    };
+    this.env = { ...runEnv(this.run, natsUrl), ...extraEnv };
   }
 
   /** Starts the services in parallel and waits until each says it is ready. */
