@@ -11,7 +11,6 @@ export type { ProposalStoreOptions } from './lib/proposal-store';
 export { deciderConfigFrom, runtimeProviders, systemClock, ulidGenerator } from './lib/runtime';
 export type { Clock, IdGenerator } from './lib/runtime';
 export { CommandContext } from './lib/command-context';
-export { KeyedWorkQueue } from './lib/keyed-work-queue';
 // authentication, authorization, rejection records (docs/security.md)
 export { AuthenticatedServiceConfig, authSettingsOf } from './lib/auth/auth-config';
 export type { AuthSettings } from './lib/auth/auth-config';
