@@ -1,10 +1,12 @@
 // Public surface of @conclave/event-log. The contract suite (testing/) is imported by spec files
 // directly: it needs Jest globals.
 export type {
+  AppendOptions,
   AppendResult,
   CategoryFilter,
   EventHandler,
   EventLog,
+  EventMetadata,
   ExpectedVersion,
   LogEvent,
   Position,

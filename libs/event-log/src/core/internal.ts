@@ -1,7 +1,7 @@
 // Helpers shared by the adapters; not part of the public surface.
 import { createHash } from 'node:crypto';
 import { InvalidAppendError } from './errors';
-import type { LogEvent } from './types';
+import type { EventMetadata, LogEvent } from './types';
 
 export interface Deferred<T> {
   readonly promise: Promise<T>;
@@ -62,6 +62,27 @@ export function validateEvents(stream: string, events: readonly LogEvent[]): voi
     if (seen.has(e.event_id)) throw new InvalidAppendError(stream, `event id ${e.event_id} appears twice`);
     seen.add(e.event_id);
   }
+}
+
+const METADATA_KEY = /^[a-z][a-z0-9-]{0,63}$/;
+const METADATA_VALUE = /^[\x20-\x7e]{0,512}$/;
+const METADATA_MAX_ENTRIES = 16;
+
+/** The metadata of an append, checked (it travels as message headers); undefined when empty. */
+export function validMetadata(stream: string, metadata: EventMetadata | undefined): EventMetadata | undefined {
+  if (metadata === undefined) return undefined;
+  if (!metadata || typeof metadata !== 'object' || Array.isArray(metadata)) {
+    throw new InvalidAppendError(stream, 'metadata must be an object of strings');
+  }
+  const entries = Object.entries(metadata);
+  if (entries.length > METADATA_MAX_ENTRIES) throw new InvalidAppendError(stream, `metadata has more than ${METADATA_MAX_ENTRIES} entries`);
+  for (const [k, v] of entries) {
+    if (!METADATA_KEY.test(k)) throw new InvalidAppendError(stream, `metadata key ${JSON.stringify(k)} is not [a-z][a-z0-9-]* (up to 64)`);
+    if (typeof v !== 'string' || !METADATA_VALUE.test(v)) {
+      throw new InvalidAppendError(stream, `metadata ${k} must be printable ASCII, up to 512 characters`);
+    }
+  }
+  return entries.length === 0 ? undefined : { ...metadata };
 }
 
 /**

@@ -27,6 +27,17 @@ export type Position = string;
 /** Where a subscription starts: the beginning, or just after a stored checkpoint. */
 export type StartFrom = 'start' | Position;
 
+/**
+ * Small string pairs an appender attaches to its commit (a W3C `traceparent`, ...): kept beside
+ * the events, never inside them, and handed back with every event of that commit. Keys are
+ * lower-case (`[a-z][a-z0-9-]*`, up to 64 characters); values printable ASCII up to 512.
+ */
+export type EventMetadata = Readonly<Record<string, string>>;
+
+export interface AppendOptions {
+  readonly metadata?: EventMetadata;
+}
+
 /** `'*'` for every category, or the exact categories wanted (`council` does not match `council-run`). */
 export type CategoryFilter = '*' | readonly string[];
 
@@ -53,6 +64,8 @@ export interface StoredEvent<E extends LogEvent = LogEvent> {
    * is not at `version` yet (JetStream stores one append as one message).
    */
   readonly endOfCommit: boolean;
+  /** The metadata its append carried; undefined when it carried none. */
+  readonly metadata?: EventMetadata;
 }
 
 export interface AppendResult {
@@ -100,9 +113,10 @@ export interface EventLog<E extends LogEvent = LogEvent> {
    * @throws ConcurrencyError when the version differs, EventTooLargeError, InvalidAppendError,
    *   InvalidStreamNameError, LogUnavailableError.
    * A retry of an append with the same event ids adds nothing and returns the original version
-   * with `duplicate: true`.
+   * with `duplicate: true`. `options.metadata` is stored with the commit (InvalidAppendError when
+   * malformed); a duplicate keeps the first append's.
    */
-  append(stream: string, events: readonly E[], expected: ExpectedVersion): Promise<AppendResult>;
+  append(stream: string, events: readonly E[], expected: ExpectedVersion, options?: AppendOptions): Promise<AppendResult>;
 
   /** All events of one stream, in order, with its version token. */
   read(stream: string): Promise<ReadResult<E>>;

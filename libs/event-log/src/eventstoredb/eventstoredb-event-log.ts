@@ -29,10 +29,12 @@ import {
   LogUnavailableError,
   isEventLogError,
 } from '../core/errors';
-import { deferred, largestEventId, pad, validateEvents } from '../core/internal';
+import { deferred, largestEventId, pad, validateEvents, validMetadata } from '../core/internal';
 import { categoryMatcher, parseStreamName, validateCategory } from '../core/stream-name';
 import type {
+  AppendOptions,
   AppendResult,
+  EventMetadata,
   CategoryFilter,
   EventHandler,
   EventLog,
@@ -92,9 +94,10 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
     return new EventStoreDbEventLog<E>({ ...options, client, ownsClient: true });
   }
 
-  async append(stream: string, events: readonly E[], expected: ExpectedVersion): Promise<AppendResult> {
+  async append(stream: string, events: readonly E[], expected: ExpectedVersion, options?: AppendOptions): Promise<AppendResult> {
     parseStreamName(stream);
     validateEvents(stream, events);
+    const metadata = validMetadata(stream, options?.metadata);
     let expectedRevision: AppendExpectedRevision;
     if (expected === 'no_stream') expectedRevision = NO_STREAM;
     else if (expected === 'any') expectedRevision = ANY;
@@ -107,7 +110,13 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
     }
     const data = events.map((e) =>
       // The whole event is the data, so a read returns exactly what was appended.
-      jsonEvent({ id: eventIdToUuid(e.event_id), type: e.type, data: e as unknown as Record<string, unknown> }),
+      // The append's metadata is each event's EventStoreDB metadata.
+      jsonEvent({
+        id: eventIdToUuid(e.event_id),
+        type: e.type,
+        data: e as unknown as Record<string, unknown>,
+        ...(metadata ? { metadata } : {}),
+      }),
     );
     try {
       // Newer servers answer a retry like a first write (revisions and a position), so only
@@ -143,7 +152,7 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
       for await (const resolved of this.client.readStream(stream, { direction: FORWARDS, fromRevision: START })) {
         const r = resolved.event;
         if (!r) continue;
-        events.push(this.toStored(stream, category, r.data, r.revision, r.position, `${stream}@${r.revision}`));
+        events.push(this.toStored(stream, category, r.data, r.revision, r.position, `${stream}@${r.revision}`, r.metadata));
       }
     } catch (e) {
       if (e instanceof StreamNotFoundError) return { stream, exists: false, version: 'no_stream', events: [] };
@@ -302,7 +311,15 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
   private deliverable(r: AllStreamRecordedEvent, matches: (category: string) => boolean): StoredEvent<E> | undefined {
     const category = this.categoryOf(r.streamId, r.type, matches);
     if (category === undefined) return undefined;
-    return this.toStored(r.streamId, category, r.data, r.revision, r.position, r.position ? positionToken(r.position) : r.streamId);
+    return this.toStored(
+      r.streamId,
+      category,
+      r.data,
+      r.revision,
+      r.position,
+      r.position ? positionToken(r.position) : r.streamId,
+      r.metadata,
+    );
   }
 
   private categoryOf(streamId: string, type: string, matches: (category: string) => boolean): string | undefined {
@@ -379,7 +396,9 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
     revision: bigint,
     position: EsdbPosition | undefined,
     where: string,
+    rawMetadata?: unknown,
   ): StoredEvent<E> {
+    const metadata = metadataOf(rawMetadata);
     if (!data || typeof data !== 'object' || typeof (data as LogEvent).event_id !== 'string') {
       throw new CorruptRecordError(where, 'data is not an event object with an event_id');
     }
@@ -392,6 +411,7 @@ export class EventStoreDbEventLog<E extends LogEvent = LogEvent> implements Even
       previous: revision === 0n ? 'no_stream' : (revision - 1n).toString(),
       // Every revision is a real stream version on EventStoreDB.
       endOfCommit: true,
+      ...(metadata ? { metadata } : {}),
     };
   }
 }
@@ -415,6 +435,13 @@ const GRPC_PERMISSION_DENIED = 7;
 
 class HandlerFailure {
   constructor(readonly error: unknown) {}
+}
+
+/** Metadata this log wrote (an object of strings); anything else (none, bytes) is none. */
+function metadataOf(raw: unknown): EventMetadata | undefined {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw) || raw instanceof Uint8Array) return undefined;
+  const entries = Object.entries(raw).filter((e): e is [string, string] => typeof e[1] === 'string');
+  return entries.length === 0 ? undefined : Object.fromEntries(entries);
 }
 
 function positionToken(p: EsdbPosition): string {

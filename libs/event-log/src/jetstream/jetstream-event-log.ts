@@ -24,10 +24,12 @@ import {
   isEventLogError,
 } from '../core/errors';
 import { commitKey, deferred, largestEventId, pad } from '../core/internal';
-import { validateEvents } from '../core/internal';
+import { validateEvents, validMetadata } from '../core/internal';
 import { categoryMatcher, parseStreamName, validateCategory } from '../core/stream-name';
 import type {
+  AppendOptions,
   AppendResult,
+  EventMetadata,
   CategoryFilter,
   EventHandler,
   EventLog,
@@ -83,6 +85,8 @@ const MESSAGE_TOO_LARGE = 10054;
 const INDEX_WIDTH = 6;
 /** The sequence of the aggregate's previous commit (0 for the first), when the appender knew it. */
 const PREV_HEADER = 'Conclave-Prev-Seq';
+/** Each metadata entry of an append is a header `Conclave-Meta-<key>` of its commit message. */
+const META_HEADER = 'Conclave-Meta-';
 
 /**
  * Event log on NATS JetStream: one file-backed stream, one subject per aggregate, optimistic
@@ -188,9 +192,10 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     return `${this.subjectPrefix}.evt.${category}.${id}`;
   }
 
-  async append(stream: string, events: readonly E[], expected: ExpectedVersion): Promise<AppendResult> {
+  async append(stream: string, events: readonly E[], expected: ExpectedVersion, options?: AppendOptions): Promise<AppendResult> {
     const subject = this.subjectOf(stream);
     validateEvents(stream, events);
+    const metadata = validMetadata(stream, options?.metadata);
     let lastSubjectSequence: number | undefined;
     if (expected === 'no_stream') lastSubjectSequence = 0;
     else if (expected !== 'any') {
@@ -211,6 +216,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
       // commit that succeeded returns the original sequence instead of a conflict (verified on 2.9.10).
       const h = headers();
       if (lastSubjectSequence !== undefined) h.set(PREV_HEADER, String(lastSubjectSequence));
+      for (const [k, v] of Object.entries(metadata ?? {})) h.set(META_HEADER + k, v);
       const ack = await this.js.publish(subject, payload, {
         headers: h,
         msgID,
@@ -250,7 +256,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     const chain = await this.walkChain(stream, subject, head);
     const events: StoredEvent<E>[] = [];
     if (chain) {
-      for (const m of chain) events.push(...this.unpack(stream, category, m.seq, m.data, prevOf(m.header)));
+      for (const m of chain) events.push(...this.unpack(stream, category, m.seq, m.data, prevOf(m.header), metadataOf(m.header)));
     } else {
       await this.scanSubject(stream, category, subject, head.seq, events);
     }
@@ -297,7 +303,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     const deliver = async (m: JsMsg): Promise<void> => {
       const { stream, category } = this.streamOfSubject(m.subject);
       if (matches(category)) {
-        const events = this.unpack(stream, category, m.seq, m.data, prevOf(m.headers));
+        const events = this.unpack(stream, category, m.seq, m.data, prevOf(m.headers), metadataOf(m.headers));
         for (const e of events) {
           if (stopped) return;
           if (m.seq === fromSeq && indexOf(e.position) <= fromIndex) continue;
@@ -451,7 +457,9 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     try {
       for await (const m of sub) {
         if (m.seq > lastSeq) break;
-        into.push(...this.unpack(stream, category, m.seq, m.data, before === undefined ? 'no_stream' : String(before)));
+        into.push(
+          ...this.unpack(stream, category, m.seq, m.data, before === undefined ? 'no_stream' : String(before), metadataOf(m.headers)),
+        );
         before = m.seq;
         if (m.seq === lastSeq) break;
       }
@@ -476,6 +484,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     seq: number,
     data: Uint8Array,
     previous: StreamVersion | 'no_stream' | undefined,
+    metadata: EventMetadata | undefined,
   ): StoredEvent<E>[] {
     let envelope: CommitEnvelope<E>;
     try {
@@ -496,6 +505,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
       version,
       previous,
       endOfCommit: i === last,
+      ...(metadata ? { metadata } : {}),
     }));
   }
 }
@@ -514,6 +524,17 @@ function prevOf(h: MsgHdrs | undefined): StreamVersion | 'no_stream' | undefined
   const prev = h?.get(PREV_HEADER);
   if (!prev || !/^\d+$/.test(prev)) return undefined;
   return prev === '0' ? 'no_stream' : prev;
+}
+
+/** The commit's metadata from its `Conclave-Meta-*` headers; undefined when it has none. */
+function metadataOf(h: MsgHdrs | undefined): EventMetadata | undefined {
+  if (!h) return undefined;
+  let metadata: Record<string, string> | undefined;
+  for (const k of h.keys()) {
+    if (!k.startsWith(META_HEADER)) continue;
+    (metadata ??= {})[k.slice(META_HEADER.length)] = h.get(k);
+  }
+  return metadata;
 }
 
 function position(seq: number, index: number): string {

@@ -1,7 +1,8 @@
 import { ConcurrencyError, EventLogConfigError, EventTooLargeError, InvalidAppendError } from '../core/errors';
-import { commitKey, deferred, largestEventId, pad, validateEvents, type Deferred } from '../core/internal';
+import { commitKey, deferred, largestEventId, pad, validateEvents, validMetadata, type Deferred } from '../core/internal';
 import { categoryMatcher, parseStreamName } from '../core/stream-name';
 import type {
+  AppendOptions,
   AppendResult,
   CategoryFilter,
   EventHandler,
@@ -44,9 +45,10 @@ export class InMemoryEventLog<E extends LogEvent = LogEvent> implements EventLog
     }
   }
 
-  async append(stream: string, events: readonly E[], expected: ExpectedVersion): Promise<AppendResult> {
+  async append(stream: string, events: readonly E[], expected: ExpectedVersion, options?: AppendOptions): Promise<AppendResult> {
     const { category } = parseStreamName(stream);
     validateEvents(stream, events);
+    const metadata = validMetadata(stream, options?.metadata);
     if (expected !== 'no_stream' && expected !== 'any' && !/^\d+$/.test(expected)) {
       throw new InvalidAppendError(stream, `version token ${JSON.stringify(expected)} was not issued by this log`);
     }
@@ -77,6 +79,7 @@ export class InMemoryEventLog<E extends LogEvent = LogEvent> implements EventLog
         version: String(s.events.length),
         previous: s.events.length === 0 ? 'no_stream' : String(s.events.length - 1),
         endOfCommit: true,
+        ...(metadata ? { metadata } : {}),
       };
       this.all.push(stored);
       s.events.push(stored);

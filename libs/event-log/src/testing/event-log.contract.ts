@@ -241,6 +241,44 @@ export function describeEventLogContract(name: string, factory: () => Promise<Co
       expect((await log.read(s)).exists).toBe(false);
     });
 
+    it("hands an append's metadata back with every event of it, on read and subscribe; none when it had none", async () => {
+      const cat = category();
+      const s = `${cat}-${nextId()}`;
+      const traced = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'vendor=a' };
+      const first = await log.append(s, [ev('A'), ev('B')], 'no_stream', { metadata: traced });
+      await log.append(s, [ev('C')], first.version);
+      // An 'any' append too (on JetStream it breaks the read chain, so reads scan instead).
+      await log.append(s, [ev('D')], 'any', { metadata: { traceparent: '00-11111111111111111111111111111111-2222222222222222-00' } });
+      await log.append(s, [ev('E')], 'any');
+      const expected = [traced, traced, undefined, { traceparent: '00-11111111111111111111111111111111-2222222222222222-00' }, undefined];
+      expect((await log.read(s)).events.map((e) => e.metadata)).toEqual(expected);
+      const c = new Collector();
+      track(log.subscribe([cat], 'start', c.handler));
+      await c.reached(5);
+      expect(c.events.map((e) => e.metadata)).toEqual(expected);
+      // A retry keeps what the first append stored.
+      const retry = await log.append(s, [(await log.read(s)).events[2].event], first.version, {
+        metadata: { traceparent: traced.traceparent },
+      });
+      expect(retry.duplicate).toBe(true);
+      expect((await log.read(s)).events[2].metadata).toBeUndefined();
+    });
+
+    it('rejects malformed metadata with InvalidAppendError and appends nothing', async () => {
+      const s = `${category()}-${nextId()}`;
+      for (const metadata of [
+        { Traceparent: 'x' },
+        { 'bad key': 'x' },
+        { traceparent: 'line\nbreak' },
+        { traceparent: 'x'.repeat(513) },
+        { traceparent: 1 as unknown as string },
+        Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])),
+      ]) {
+        await expect(log.append(s, [ev('A')], 'any', { metadata })).rejects.toBeInstanceOf(InvalidAppendError);
+      }
+      expect((await log.read(s)).exists).toBe(false);
+    });
+
     it('accepts an event near the size limit and rejects one over it with EventTooLargeError', async () => {
       const s = `${category()}-${nextId()}`;
       const limit = subject.maxAppendBytes;
