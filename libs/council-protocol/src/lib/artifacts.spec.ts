@@ -224,9 +224,9 @@ describe('spec 8.6 DecisionRecord', () => {
 });
 
 describe('policy', () => {
-  it('given nothing, when parsed, then defaults apply; given L4, then it is refused (library claims L0-L3)', () => {
+  it('given nothing, when parsed, then defaults apply; given L4 without an aggregation, then it is refused at policy.aggregation', () => {
     expect(parseCouncilPolicy(undefined).level).toBe('council:L3');
-    expect(refusal(() => parseCouncilPolicy({ level: 'council:L4' })).field).toBe('policy.level');
+    expect(refusal(() => parseCouncilPolicy({ level: 'council:L4' })).field).toBe('policy.aggregation');
     expect(refusal(() => parseCouncilPolicy({ stage_timeouts_ms: { lunch: 5 } })).field).toBe('policy.stage_timeouts_ms.lunch');
   });
 });

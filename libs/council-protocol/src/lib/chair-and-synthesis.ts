@@ -4,7 +4,8 @@ import { QualitySignal } from './events';
 import { DecisionRecord, NO_DECISION, SYNTHESIS, dissentMentions } from './decision-record';
 import { CouncilError } from './errors';
 import { openFrameChallenges } from './frame-challenge';
-import { orphanedIssueIds } from './convergence-and-termination';
+import { decisionCheckpoint, orphanedIssueIds } from './convergence-and-termination';
+import { RunAggregationResult } from './evaluation/aggregation';
 import { blindCandidate, blindCandidateRef, blindReview, blindReviewRef, resolveArtifactRef, scrubMemberIds } from './review-and-anonymity';
 import { latestConflictMap } from './run-queries';
 import { RunData } from './state';
@@ -189,6 +190,7 @@ export function synthesisTaskInputs(
       signals: run.rounds.length ? blindSignals(run, run.rounds[run.rounds.length - 1].signals) : [],
       required_dissent: requiredDissent(run).map((id) => blindDissentRef(run, id)),
       missing_perspectives: missingPerspectives(run),
+      aggregation: blindAggregation(run, decisionCheckpoint(run)?.aggregation),
     },
     run.panel.map((m) => m.member_id),
   );
@@ -201,6 +203,21 @@ export function synthesisTaskInputs(
     instructions:
       'Return a DecisionRecord. Reference only artifacts above (candidate_ref, review_ref, issue_ref, conflict_id, frame_check_id, evidence refs). Label new speculation. Keep required_dissent in unresolved_dissent.',
   };
+}
+
+/**
+ * The checkpoint's aggregation (council:L4) as the chair sees it: tiers, ranking and the
+ * explanation by blind refs (candidate ids name their authors), without the method's internals.
+ * Null when the policy has no aggregation.
+ */
+function blindAggregation(run: RunData, aggregation: RunAggregationResult | undefined): Record<string, unknown> | null {
+  if (!aggregation) return null;
+  const { detail: _detail, explanation, ...rest } = aggregation;
+  const { dropped_reviews, ...why } = explanation;
+  let text = JSON.stringify({ ...rest, explanation: { ...why, dropped_reviews: dropped_reviews.length } });
+  const ids = Object.keys(run.candidates).sort((a, b) => b.length - a.length);
+  for (const id of ids) text = text.split(id).join(blindCandidateRef(run, id));
+  return JSON.parse(text) as Record<string, unknown>;
 }
 
 /** Quality signals as the chair sees them: candidates and issues by blind refs, no member ids. */

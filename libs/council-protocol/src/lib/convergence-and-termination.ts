@@ -9,6 +9,7 @@ import { activeMembers, currentCandidateIds, latestConflictMap } from './run-que
 import { RunData } from './state';
 import { selectTargetedIssues } from './targeted-revision';
 import { instantMs } from './validation';
+import { RunAggregationResult, aggregateRun } from './evaluation/aggregation';
 
 /**
  * Spec section 17. Hard limits need no member's consent; quality signals may stop early;
@@ -32,29 +33,65 @@ export function runDeadlineMs(run: RunData): number {
 /**
  * Checkpoint after a review stage: each current candidate scored by the mean rubric score of
  * this round's reviews of it (current-run artifact evaluation only, 15.1); the checkpoint's
- * score is its best candidate's.
+ * score is its best candidate's. With a council:L4 aggregation in the policy, the round's reviews
+ * are also aggregated by it (15.2) and the checkpoint's score is the cardinal score of the
+ * candidate the aggregation selects: ranking methods compare candidates within one round only,
+ * so plateau and regression keep a cardinal scale (the weighted rubric's when that is the method).
  */
 export function computeCheckpoint(run: RunData): Checkpoint {
   const ids = currentCandidateIds(run);
+  const checkpoint_id = `${run.run_id}:checkpoint:${run.round}`;
+  const reviews = run.review_order
+    .map((r) => run.reviews[r])
+    .filter((r) => r.round === run.round && r.generation === run.generation)
+    .map((r) => r.review);
   const scores: Record<string, number | null> = {};
   for (const id of ids) {
-    const values = run.review_order
-      .map((r) => run.reviews[r])
-      .filter((r) => r.round === run.round && r.generation === run.generation && r.review.target_candidate_id === id)
-      .map((r) => meanRubricScore(r.review))
+    const values = reviews
+      .filter((r) => r.target_candidate_id === id)
+      .map((r) => meanRubricScore(r))
       .filter((v): v is number => v !== null);
     scores[id] = values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
   }
+  const aggregation = run.policy.aggregation ? checkpointAggregation(run, ids, reviews, checkpoint_id) : undefined;
+  if (aggregation?.detail.method === 'weighted-rubric')
+    for (const r of aggregation.ranking) if (r.score !== null && r.candidate_id in scores) scores[r.candidate_id] = r.score;
   const present = Object.values(scores).filter((v): v is number => v !== null);
-  return {
-    checkpoint_id: `${run.run_id}:checkpoint:${run.round}`,
+  const leader = aggregation?.selected ?? null;
+  const score = leader !== null && scores[leader] !== null && scores[leader] !== undefined ? scores[leader] : present.length ? Math.max(...present) : null;
+  const checkpoint: Checkpoint = {
+    checkpoint_id,
     round: run.round,
     generation: run.generation,
     goal_contract_id: run.goal_contract.goal_contract_id,
     candidate_ids: ids,
     scores,
-    score: present.length ? Math.max(...present) : null,
+    score,
   };
+  if (aggregation) checkpoint.aggregation = aggregation;
+  return checkpoint;
+}
+
+/** The policy's aggregation over this round's reviews, seeded per checkpoint (deterministic on replay). */
+function checkpointAggregation(
+  run: RunData,
+  ids: readonly string[],
+  reviews: RunData['reviews'][string]['review'][],
+  checkpointId: string,
+): RunAggregationResult {
+  const authors: Record<string, string> = {};
+  for (const id of ids) authors[id] = run.candidates[id].candidate.author_member_id;
+  return aggregateRun(
+    {
+      candidate_ids: ids,
+      reviews,
+      authors,
+      seed: `${run.seed}:${checkpointId}`,
+      conflict_map: latestConflictMap(run) ?? null,
+      decision_owner: run.goal_contract.decision_owner,
+    },
+    run.policy.aggregation as NonNullable<RunData['policy']['aggregation']>,
+  );
 }
 
 function scoredCheckpoints(run: RunData): (Checkpoint & { score: number })[] {
@@ -225,6 +262,8 @@ export function decisionCheckpoint(run: RunData): Checkpoint | undefined {
 export function deriveTerminalState(run: RunData): TerminalState {
   const record = run.decision?.decision_record;
   if (unresolvedValueConflicts(latestConflictMap(run)).length > 0) return 'needs-human-value-choice';
+  // The policy leaves the choice to the owner once the conflict map is known (15.2).
+  if (run.policy.aggregation?.method === 'human-decides-after-conflict-map') return 'needs-human-value-choice';
   if (!record || record.selected_path === NO_DECISION) return 'abstained-insufficient-evidence';
   const last = run.rounds[run.rounds.length - 1];
   if (last?.stop_reason === 'max-rounds' && last.open_issue_ids.length > 0) return 'budget-exhausted-best-checkpoint';

@@ -1,7 +1,8 @@
 import { parseCandidateArtifact } from './candidate-artifact';
 import { checkDecisionGrounding, checkDissentRetained, withDegradedFacts } from './chair-and-synthesis';
 import { parseConflictMap } from './conflict-map';
-import { COUNCIL_COMMAND_TYPES as C, COUNCIL_EVENT_SCHEMA_VERSION, COUNCIL_EVENT_TYPES as E } from './contracts';
+import { COUNCIL_COMMAND_TYPES as C, COUNCIL_EVENT_SCHEMA_VERSION, COUNCIL_EVENT_TYPES as E, levelNumber } from './contracts';
+import type { ChairSelection } from './evaluation/chair-selection';
 import { bestCheckpoint } from './convergence-and-termination';
 import { parseDecisionRecord } from './decision-record';
 import { CouncilError, CouncilErrorBody } from './errors';
@@ -30,6 +31,11 @@ export type StartRun = {
   policy?: unknown;
   /** Randomness as an input: drives anonymous labels and review orders. */
   seed: string;
+  /**
+   * council:L4: the chair the service chose from its capability projection (selectChair); its
+   * chair_order replaces the default, and the selection is recorded so replay needs no history.
+   */
+  chair_selection?: ChairSelection;
   actor: string;
   now: string;
   event_id?: string;
@@ -190,7 +196,18 @@ export function decideStartRun(command: StartRun, state: CouncilRunState): Counc
   if (proposers.length < policy.min_quorum) {
     throw new CouncilError('BELOW_QUORUM', `${proposers.length} proposer(s) for a quorum of ${policy.min_quorum}`, 'panel');
   }
-  const chairs = policy.chair_order.length ? policy.chair_order : panel.filter((m) => holdsRole(m, 'chair')).map((m) => m.member_id);
+  if (levelNumber(policy.level) >= 4 && goal_contract.domain === undefined)
+    fail('goal_contract.domain', `${policy.level} scopes capability by domain: the GoalContract needs one`);
+  const selection = command.chair_selection;
+  if (selection !== undefined && policy.chair_order.length > 0)
+    fail('policy.chair_order', 'a chair selection policy and an explicit chair_order exclude each other');
+  if (selection !== undefined && selection.chair_order.length === 0)
+    throw new CouncilError('SCHEMA_VIOLATION', selection.reason, 'panel');
+  const chairs = selection
+    ? selection.chair_order
+    : policy.chair_order.length
+      ? policy.chair_order
+      : panel.filter((m) => holdsRole(m, 'chair')).map((m) => m.member_id);
   chairs.forEach((id, i) => {
     const m = panel.find((x) => x.member_id === id);
     if (!m || !holdsRole(m, 'chair'))
@@ -204,6 +221,7 @@ export function decideStartRun(command: StartRun, state: CouncilRunState): Counc
     panel,
     policy: { ...policy, chair_order: chairs },
     seed: command.seed,
+    ...(selection ? { chair_selection: selection } : {}),
   });
   const roles = Object.fromEntries(panel.map((m) => [m.member_id, [...memberRoles(m)]]));
   const assembled = envelope(runId, E.PanelAssembled, `${runId}:panel-assembled`, command.now, policy.controller_id, started.event_id, {

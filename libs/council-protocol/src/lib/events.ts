@@ -8,6 +8,9 @@ import { DiversityProfile, MemberDescriptor } from './member-descriptor';
 import { CouncilPolicy } from './policy';
 import { ReviewArtifact } from './review-artifact';
 import { RevisionArtifact } from './revision-artifact';
+import type { RunAggregationResult } from './evaluation/aggregation';
+import type { ChairSelection } from './evaluation/chair-selection';
+import type { StructuredOutcome } from './evaluation/outcomes';
 
 /** Cost and tokens a member reports for one task; summed against the budget (17.1). */
 export interface Usage {
@@ -61,6 +64,12 @@ export interface Checkpoint {
   /** Current-run artifact scores only (section 16): never historical capability. */
   scores: Record<string, number | null>;
   score: number | null;
+  /**
+   * council:L4: the policy's aggregation of this round's reviews (15.2), seeded by
+   * `<run seed>:<checkpoint_id>`, with its explanation. The checkpoint's `score` is then the
+   * cardinal score (mean rubric, or the weighted rubric) of the candidate it selects.
+   */
+  aggregation?: RunAggregationResult;
 }
 
 export type QualitySignal =
@@ -122,7 +131,15 @@ export interface TaskIssuedData {
 
 export type RunStarted = CouncilEventEnvelope<
   typeof COUNCIL_EVENT_TYPES.RunStarted,
-  { run_id: string; goal_contract: GoalContract; panel: MemberDescriptor[]; policy: CouncilPolicy; seed: string }
+  {
+    run_id: string;
+    goal_contract: GoalContract;
+    panel: MemberDescriptor[];
+    policy: CouncilPolicy;
+    seed: string;
+    /** council:L4: how the service chose the chair from its capability projection (14, 16.6). */
+    chair_selection?: ChairSelection;
+  }
 >;
 export type PanelAssembled = CouncilEventEnvelope<
   typeof COUNCIL_EVENT_TYPES.PanelAssembled,
@@ -219,7 +236,15 @@ export type RunTerminated = CouncilEventEnvelope<
 >;
 export type OutcomeRecorded = CouncilEventEnvelope<
   typeof COUNCIL_EVENT_TYPES.OutcomeRecorded,
-  { outcome_id: string; observed_at: string; summary: string; source: string; evidence_refs: string[] }
+  {
+    outcome_id: string;
+    observed_at: string;
+    summary: string;
+    source: string;
+    evidence_refs: string[];
+    /** council:L5: the structured outcome (15.4), linked to the decision; calibration reads it. */
+    structured?: StructuredOutcome;
+  }
 >;
 
 export type CouncilEvent =

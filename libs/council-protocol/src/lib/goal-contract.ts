@@ -23,6 +23,20 @@ export interface GoalContract {
   evidence_set: string[];
   unknowns: string[];
   budget: GoalContractBudget;
+  /**
+   * The domain the question belongs to (e.g. `payments.migrations`): capability estimates, chair
+   * selection, calibration and the concentration audit are scoped by it (15.3, 16.7); an ACP
+   * proposal posted from the decision goes to this domain. Required from council:L4.
+   */
+  domain?: string;
+}
+
+/** Domains are dotted tokens, as ACP domains are: letters, digits, `_`, `-`, separated by `.`. */
+const DOMAIN = /^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*$/;
+
+/** The domain history is scoped by; a contract without one is in `general`. */
+export function runDomain(contract: Pick<GoalContract, 'domain'>): string {
+  return contract.domain ?? 'general';
 }
 
 const SHORT_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -75,7 +89,7 @@ function parseBudget(value: unknown, path: string): GoalContractBudget {
  */
 export function parseGoalContract(input: unknown, path = ''): GoalContract {
   const o = record(input, path);
-  return {
+  const contract: GoalContract = {
     goal_contract_id: str(o, 'goal_contract_id', path),
     question: str(o, 'question', path),
     goal: str(o, 'goal', path),
@@ -89,6 +103,12 @@ export function parseGoalContract(input: unknown, path = ''): GoalContract {
     unknowns: strings(o, 'unknowns', path, { optional: true }),
     budget: parseBudget(o['budget'], join(path, 'budget')),
   };
+  if (o['domain'] !== undefined) {
+    if (typeof o['domain'] !== 'string' || !DOMAIN.test(o['domain']) || o['domain'].length > 200)
+      fail(join(path, 'domain'), 'must be a dotted token of letters, digits, _ and - (at most 200 characters)');
+    contract.domain = o['domain'];
+  }
+  return contract;
 }
 
 export function maxTimeMs(contract: GoalContract): number {

@@ -1,12 +1,16 @@
 import { COUNCIL_LEVELS, CouncilLevel, TaskStage, levelNumber } from './contracts';
 import { fail, join, num, optBool, optNum, record, strings } from './validation';
+import { AggregationMethod, parseAggregationMethod } from './evaluation/aggregation';
+import { CapabilityOptions, parseCapabilityOptions } from './evaluation/capability';
+import { ChairSelectionPolicy, parseChairSelectionPolicy } from './evaluation/chair-selection';
+import { ConfidenceProbabilities, checkConfidenceProbabilities } from './evaluation/calibration';
 
 /**
  * The binding's process policy: what the controller enforces deterministically. Budgets live
  * in the GoalContract (spec 8.1); everything else the controller needs is here.
  */
 export interface CouncilPolicy {
-  /** Claimed level; this library implements council:L0 to council:L3. */
+  /** Claimed level, council:L0 to council:L5; L4 needs an `aggregation`. */
   level: CouncilLevel;
   /** Minimum valid quorum (17.1): members still standing, and valid initial candidates. */
   min_quorum: number;
@@ -32,6 +36,19 @@ export interface CouncilPolicy {
   rubric: string[];
   /** Participants (not on the panel) who may read the RunRecord, never the anonymisation mapping. */
   observers: string[];
+  /**
+   * council:L4 (15.2): how the review stage's artifacts are aggregated at each checkpoint and
+   * shown to the chair. Absent: the mean rubric score only (council:L0 to L3).
+   */
+  aggregation?: AggregationMethod;
+  /** council:L4 (14, 16.6): how the service picks the chair from the capability projection. */
+  chair_selection?: ChairSelectionPolicy;
+  /** council:L4 (15.3): the capability projection's prior, evidence weights and version policy. */
+  capability?: CapabilityOptions;
+  /** council:L5 (15.4): who may record outcomes besides the decision owner. */
+  evaluators?: string[];
+  /** council:L5 (15.4): ordinal confidence as a probability, for calibration. */
+  confidence_probabilities?: ConfidenceProbabilities;
 }
 
 export const DEFAULT_RUBRIC = ['evidence', 'correctness', 'executability', 'risk_coverage'];
@@ -63,7 +80,6 @@ export function parseCouncilPolicy(input: unknown, path = 'policy'): CouncilPoli
       fail(join(path, 'level'), `must be one of ${COUNCIL_LEVELS.join(' | ')}`);
     }
     p.level = o['level'] as CouncilLevel;
-    if (levelNumber(p.level) > 3) fail(join(path, 'level'), 'this library implements council:L0 to council:L3');
   }
   p.min_quorum = optNum(o, 'min_quorum', path, { min: 1, integer: true }) ?? p.min_quorum;
   p.stage_timeout_ms = optNum(o, 'stage_timeout_ms', path, { min: 1 }) ?? p.stage_timeout_ms;
@@ -88,7 +104,26 @@ export function parseCouncilPolicy(input: unknown, path = 'policy'): CouncilPoli
   if (o['chair_order'] !== undefined) p.chair_order = strings(o, 'chair_order', path);
   if (o['rubric'] !== undefined) p.rubric = strings(o, 'rubric', path, { nonEmpty: true });
   if (o['observers'] !== undefined) p.observers = strings(o, 'observers', path);
+  parseEvaluationPolicy(o, path, p);
   return p;
+}
+
+/** The council:L4 and L5 keys: validated with their field path; L4 and above need an aggregation. */
+function parseEvaluationPolicy(o: Record<string, unknown>, path: string, p: CouncilPolicy): void {
+  if (o['aggregation'] !== undefined) p.aggregation = parseAggregationMethod(o['aggregation'], join(path, 'aggregation'), p.rubric);
+  else if (levelNumber(p.level) >= 4) fail(join(path, 'aggregation'), `${p.level} needs an aggregation method (15.2)`);
+  if (o['chair_selection'] !== undefined) p.chair_selection = parseChairSelectionPolicy(o['chair_selection'], join(path, 'chair_selection'));
+  if (o['capability'] !== undefined) p.capability = parseCapabilityOptions(o['capability'], join(path, 'capability'));
+  if (o['evaluators'] !== undefined) p.evaluators = strings(o, 'evaluators', path);
+  if (o['confidence_probabilities'] !== undefined) {
+    const c = record(o['confidence_probabilities'], join(path, 'confidence_probabilities'));
+    const at = join(path, 'confidence_probabilities');
+    p.confidence_probabilities = checkConfidenceProbabilities({
+      low: num(c, 'low', at, { min: 0, max: 1 }),
+      medium: num(c, 'medium', at, { min: 0, max: 1 }),
+      high: num(c, 'high', at, { min: 0, max: 1 }),
+    });
+  }
 }
 
 export function stageTimeoutMs(policy: CouncilPolicy, stage: TaskStage | 'frame-decision'): number {

@@ -21,6 +21,9 @@ import {
 } from './state';
 import { CouncilError } from './errors';
 import { clone, instantMs } from './validation';
+import type { ChairSelection } from './evaluation/chair-selection';
+import type { StructuredOutcome } from './evaluation/outcomes';
+import { runDomain } from './goal-contract';
 
 export interface RunRecordTask {
   task_id: string;
@@ -79,7 +82,19 @@ export interface RunRecord {
   degraded_modes: string[];
   decision_record: DecisionRecord | null;
   terminal: { terminal_state: TerminalState; reason: string; at: string; note?: string } | null;
-  outcomes: { outcome_id: string; observed_at: string; summary: string; source: string; evidence_refs: string[] }[];
+  outcomes: {
+    outcome_id: string;
+    observed_at: string;
+    summary: string;
+    source: string;
+    evidence_refs: string[];
+    /** council:L5: the structured outcome (15.4). */
+    structured?: StructuredOutcome;
+  }[];
+  /** The GoalContract's domain (`general` when it names none): what history is scoped by. */
+  domain?: string;
+  /** council:L4: how the chair was chosen (policy, reason, exploration slot, scores). */
+  chair_selection?: ChairSelection;
 }
 
 /** Who reads a run: its decision owner, its chair, a panel member, or an observer the policy names. */
@@ -183,5 +198,7 @@ export function buildRunRecord(run: StartedRun): RunRecord {
           }
         : null,
     outcomes: run.outcomes,
+    domain: runDomain(run.goal_contract),
+    ...(run.chair_selection ? { chair_selection: run.chair_selection } : {}),
   });
 }

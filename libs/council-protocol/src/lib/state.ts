@@ -22,6 +22,7 @@ import { CouncilPolicy } from './policy';
 import { ReviewArtifact } from './review-artifact';
 import { RevisionArtifact } from './revision-artifact';
 import { clone } from './validation';
+import type { ChairSelection } from './evaluation/chair-selection';
 
 export type TaskStatus = 'issued' | 'answered' | 'failed' | 'cancelled';
 
@@ -184,6 +185,8 @@ export interface RunData {
   decision: { decision_record: DecisionRecord; chair_member_id: string; task_id: string; recorded_at: string } | null;
   usage: { cost: number; tokens: number };
   outcomes: OutcomeRecorded['data'][];
+  /** council:L4: how the chair was chosen, when the service chose it (RunStarted). */
+  chair_selection?: ChairSelection;
 }
 
 /** State is a tagged union keyed by status (STYLE.md rule 3). */
@@ -294,6 +297,7 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
       usage: { cost: 0, tokens: 0 },
       outcomes: [],
     };
+    if (d.chair_selection) run.chair_selection = clone(d.chair_selection);
     return run;
   }
   if (state.status === 'empty') return state;
