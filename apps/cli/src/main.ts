@@ -4,9 +4,10 @@ import { ConclaveClient, ConclaveError } from '@conclave/sdk';
 import { runCouncilDemo, runDemo } from './commands/demo.command';
 import { registerCouncilCommands } from './commands/council.command';
 import { formatDecision, OUTCOME_EXIT_CODES } from './format';
-import { registerParticipantCommands } from './commands/participants.command';
+import { commandSigner, registerParticipantCommands, SigningOptions } from './commands/participants.command';
 import { registerAuditCommands } from './commands/audit.command';
 import { humanTokenHeaders, registerEscalationCommands } from './commands/escalations.register';
+import { addNatsLoginOptions, natsLogin, NatsLoginError, NatsLoginOptions } from './nats-connection';
 
 // The CLI is an edge: it may read the environment for defaults (flags win).
 const program = new Command()
@@ -17,14 +18,17 @@ const program = new Command()
   .option('--stream-suffix <suffix>', 'suffix of the JetStream stream names', process.env['CONCLAVE_STREAM_SUFFIX'] ?? '')
   .option('--json', 'machine-readable output (one JSON object per line)', false)
   .option('--token <token>', 'human resolver token (escalation service)', process.env['CONCLAVE_HUMAN_TOKEN']);
+addNatsLoginOptions(program, process.env);
 
+/** A client logged in to NATS as the options say, signing as --participant (or sending --token). */
 async function withClient<T>(fn: (client: ConclaveClient, json: boolean) => Promise<T>): Promise<T> {
-  const opts = program.opts<{ nats: string; prefix: string; streamSuffix: string; json: boolean; token?: string }>();
+  const opts = program.opts<NatsLoginOptions & SigningOptions & { token?: string }>();
   const client = await ConclaveClient.connect({
-    servers: opts.nats,
+    ...natsLogin(opts, process.env),
     prefix: opts.prefix,
     streamSuffix: opts.streamSuffix,
     sign: humanTokenHeaders(opts.token),
+    signer: commandSigner(opts),
   });
   try {
     return await fn(client, opts.json);
@@ -97,7 +101,10 @@ registerParticipantCommands(program);
 registerAuditCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
-  if (err instanceof ConclaveError) {
+  if (err instanceof NatsLoginError) {
+    console.error(`usage: ${err.message}`);
+    process.exitCode = err.exitCode;
+  } else if (err instanceof ConclaveError) {
     console.error(`error ${err.code}${err.field ? ` (${err.field})` : ''}: ${err.message}`);
     process.exitCode = 2;
   } else {

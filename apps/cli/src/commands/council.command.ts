@@ -3,6 +3,8 @@ import { Command } from 'commander';
 import { validateRunRecord } from '@conclave/council-protocol';
 import { CouncilClient } from '@conclave/sdk';
 import { connect } from 'nats';
+import { natsLogin } from '../nats-connection';
+import { commandSigner, SigningOptions } from './participants.command';
 
 function readJson(path: string): unknown {
   return JSON.parse(readFileSync(path, 'utf8'));
@@ -20,10 +22,11 @@ export function registerCouncilCommands(program: Command): void {
     .option('--council-prefix <prefix>', 'Council subject prefix', process.env['CONCLAVE_COUNCIL_PREFIX'] ?? 'council');
 
   const withCouncil = async (fn: (client: CouncilClient, json: boolean) => Promise<void>) => {
-    const opts = program.opts<{ nats: string; json: boolean }>();
-    const nc = await connect({ servers: opts.nats });
+    const opts = program.opts<SigningOptions>();
+    const nc = await connect(natsLogin(opts, process.env));
     try {
-      await fn(new CouncilClient(nc, council.opts<{ councilPrefix: string }>().councilPrefix), opts.json);
+      const signer = commandSigner(opts);
+      await fn(new CouncilClient(nc, council.opts<{ councilPrefix: string }>().councilPrefix, { signer }), opts.json);
     } finally {
       await nc.drain();
     }

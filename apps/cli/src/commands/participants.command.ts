@@ -2,10 +2,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ConclaveClient, ed25519Signer, generateParticipantKeys } from '@conclave/sdk';
+import { natsLogin, NatsLoginOptions } from '../nats-connection';
 
 /** Global options of the signed commands (registry and audit): who signs, with which key. */
-export interface SigningOptions {
-  nats: string;
+export interface SigningOptions extends NatsLoginOptions {
   prefix: string;
   streamSuffix: string;
   json: boolean;
@@ -16,13 +16,22 @@ export interface SigningOptions {
 /** A client that signs as `--participant` with `--key-file` (PKCS#8 PEM) when both are given. */
 export async function withSignedClient<T>(program: Command, fn: (client: ConclaveClient, json: boolean) => Promise<T>): Promise<T> {
   const o = program.opts<SigningOptions>();
-  const signer = o.participant && o.keyFile ? ed25519Signer(o.participant, readFileSync(o.keyFile, 'utf8')) : undefined;
-  const client = await ConclaveClient.connect({ servers: o.nats, prefix: o.prefix, streamSuffix: o.streamSuffix, signer });
+  const client = await ConclaveClient.connect({
+    ...natsLogin(o, process.env),
+    prefix: o.prefix,
+    streamSuffix: o.streamSuffix,
+    signer: commandSigner(o),
+  });
   try {
     return await fn(client, o.json);
   } finally {
     await client.close();
   }
+}
+
+/** Signs as `--participant` with `--key-file` when both are given; unsigned otherwise. */
+export function commandSigner(o: Pick<SigningOptions, 'participant' | 'keyFile'>): ReturnType<typeof ed25519Signer> | undefined {
+  return o.participant && o.keyFile ? ed25519Signer(o.participant, readFileSync(o.keyFile, 'utf8')) : undefined;
 }
 
 const list = (v: string) =>
