@@ -46,6 +46,8 @@ export const COUNCIL_COMMAND_TYPES = {
   DeclineFrameChallenge: 'DeclineFrameChallenge',
   InterruptRun: 'InterruptRun',
   RecordOutcome: 'RecordOutcome',
+  /** council:L5: a structured outcome (15.4) by the decision owner or an evaluator. */
+  RecordStructuredOutcome: 'RecordStructuredOutcome',
 } as const;
 
 export type CouncilCommandType = (typeof COUNCIL_COMMAND_TYPES)[keyof typeof COUNCIL_COMMAND_TYPES];

@@ -4,7 +4,8 @@ import { parseConflictMap } from './conflict-map';
 import { COUNCIL_COMMAND_TYPES as C, COUNCIL_EVENT_SCHEMA_VERSION, COUNCIL_EVENT_TYPES as E, levelNumber } from './contracts';
 import type { ChairSelection } from './evaluation/chair-selection';
 import { bestCheckpoint } from './convergence-and-termination';
-import { parseDecisionRecord } from './decision-record';
+import { DecisionRecord, NO_DECISION, SYNTHESIS, parseDecisionRecord } from './decision-record';
+import { parseStructuredOutcome } from './evaluation/outcomes';
 import { CouncilError, CouncilErrorBody } from './errors';
 import { CouncilEvent, CouncilEventEnvelope, Usage } from './events';
 import { artifactsRemainComparable, budgetChanged } from './frame-challenge';
@@ -88,6 +89,14 @@ export type DeclineFrameChallenge = {
 };
 export type InterruptRun = { type: typeof C.InterruptRun; reason: string; actor: string; now: string; event_id?: string };
 export type RecordOutcome = { type: typeof C.RecordOutcome; outcome: unknown; actor: string; now: string; event_id?: string };
+/** council:L5: `outcome` is a StructuredOutcome body; `recorded_by` is the actor. */
+export type RecordStructuredOutcome = {
+  type: typeof C.RecordStructuredOutcome;
+  outcome: unknown;
+  actor: string;
+  now: string;
+  event_id?: string;
+};
 
 export type CouncilCommand =
   | StartRun
@@ -98,7 +107,8 @@ export type CouncilCommand =
   | ReviseGoalContract
   | DeclineFrameChallenge
   | InterruptRun
-  | RecordOutcome;
+  | RecordOutcome
+  | RecordStructuredOutcome;
 
 function envelope<T extends CouncilEvent['type'], D>(
   runId: string,
@@ -162,6 +172,8 @@ export function decide(command: CouncilCommand, state: CouncilRunState): Council
       return decideInterruptRun(command, state);
     case C.RecordOutcome:
       return decideRecordOutcome(command, state);
+    case C.RecordStructuredOutcome:
+      return decideRecordStructuredOutcome(command, state);
     default: {
       const _exhaustive: never = command;
       throw new CouncilError('SCHEMA_VIOLATION', `unknown command ${(_exhaustive as { type: string }).type}`, 'type');
@@ -620,4 +632,44 @@ export function decideRecordOutcome(command: RecordOutcome, state: CouncilRunSta
   if (run.outcomes.some((x) => x.outcome_id === outcome.outcome_id))
     throw new CouncilError('DUPLICATE_ARTIFACT', `outcome ${outcome.outcome_id} exists`, 'outcome.outcome_id');
   return [envelope(run.run_id, E.OutcomeRecorded, eventId, command.now, command.actor, null, outcome)];
+}
+
+/** Expected outcomes of the candidates the decision selected or incorporated (8.2): what an outcome reports on. */
+function decidedExpectations(run: RunData, decision: DecisionRecord): string[] {
+  const picked = [...(decision.selected_path === NO_DECISION || decision.selected_path === SYNTHESIS ? [] : [decision.selected_path]), ...decision.incorporated];
+  return [...new Set(picked.flatMap((id) => run.candidates[id]?.candidate.expected_outcomes ?? []))];
+}
+
+/**
+ * council:L5 outcome feedback (8.7, 15.4): a structured outcome linked to the run's decision, by
+ * its decision owner or an evaluator the policy names; `recorded_by` is whoever records it (a
+ * body naming someone else is refused). It becomes OutcomeRecorded with the structured outcome,
+ * which the capability projection and calibration read.
+ */
+export function decideRecordStructuredOutcome(command: RecordStructuredOutcome, state: CouncilRunState): CouncilEvent[] {
+  if (state.status === 'empty') throw new CouncilError('RUN_NOT_FOUND', 'no such run');
+  const run: StartedRun = state;
+  const decision = run.decision?.decision_record;
+  if (!decision) throw new CouncilError('INVALID_STATE', 'the run has no DecisionRecord to record an outcome of', 'run_id');
+  const body = record(command.outcome, 'outcome');
+  if (body['recorded_by'] !== undefined && body['recorded_by'] !== command.actor)
+    throw new CouncilError('NOT_AUTHORIZED_ROLE', `the outcome is recorded by ${command.actor}, not in another's name`, 'outcome.recorded_by');
+  const structured = parseStructuredOutcome(
+    { ...body, recorded_by: command.actor },
+    { decision, expected_outcomes: decidedExpectations(run, decision), evaluators: run.policy.evaluators ?? [] },
+  );
+  const eventId = command.event_id ?? `${run.run_id}:outcome:${structured.outcome_id}`;
+  if (run.applied_event_ids[eventId]) return [];
+  if (run.outcomes.some((x) => x.outcome_id === structured.outcome_id))
+    throw new CouncilError('DUPLICATE_ARTIFACT', `outcome ${structured.outcome_id} exists`, 'outcome.outcome_id');
+  return [
+    envelope(run.run_id, E.OutcomeRecorded, eventId, command.now, command.actor, null, {
+      outcome_id: structured.outcome_id,
+      observed_at: structured.observed_at,
+      summary: structured.summary,
+      source: structured.source_kind,
+      evidence_refs: structured.evidence_refs,
+      structured,
+    }),
+  ];
 }
