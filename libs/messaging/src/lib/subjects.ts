@@ -27,6 +27,12 @@ export const COUNCIL_COMMANDS = {
   goalContract: 'v1.goal-contract',
   declineFrame: 'v1.frame-decline',
   interrupt: 'v1.interrupt',
+  /** council:L5: a structured outcome (decision owner or evaluator). */
+  recordOutcome: 'v1.outcome.record',
+  /** council:L4/L5 read models: capability estimates, calibration, concentration audit. */
+  estimates: 'v1.capability.estimates',
+  calibration: 'v1.capability.calibration',
+  concentration: 'v1.capability.concentration',
 } as const;
 
 /** Queue groups: every replica of a service shares one, so each command is served once. */
@@ -68,6 +74,8 @@ export interface CouncilSubjects {
   outcome: string;
   task(memberId: string): string;
   decisions: string;
+  /** council:L5: every recorded outcome, from the log (stream COUNCIL_OUTCOMES). */
+  outcomes: string;
 }
 
 export function councilSubjects(prefix: string = DEFAULT_COUNCIL_PREFIX): CouncilSubjects {
@@ -78,6 +86,7 @@ export function councilSubjects(prefix: string = DEFAULT_COUNCIL_PREFIX): Counci
     outcome: `${prefix}.${COUNCIL_COMMANDS.outcome}`,
     task: (memberId) => `${prefix}.v1.tasks.${memberId}`,
     decisions: `${prefix}.v1.decisions`,
+    outcomes: `${prefix}.v1.outcomes`,
   };
 }
 
@@ -90,6 +99,7 @@ export interface AcpStreamNames {
   proposals: string;
   escalations: string;
   councilDecisions: string;
+  councilOutcomes: string;
 }
 
 export function acpStreamNames(suffix = ''): AcpStreamNames {
@@ -99,5 +109,6 @@ export function acpStreamNames(suffix = ''): AcpStreamNames {
     proposals: `ACP_PROPOSALS${s}`,
     escalations: `ACP_ESCALATIONS${s}`,
     councilDecisions: `COUNCIL_DECISIONS${s}`,
+    councilOutcomes: `COUNCIL_OUTCOMES${s}`,
   };
 }
