@@ -190,3 +190,7 @@ export { PAYLOAD_SUMMARY_MAX_LENGTH, summarizePayload, toDecisionEvent } from '.
 export type { DecisionEventOptions } from './lib/decision-events';
 export { expiryDeadlineMs, finalChildOutcome, reactionCommandId, resolverReactions } from './lib/proposal.workflows';
 export type { ResolverReaction } from './lib/proposal.workflows';
+
+// Appendix B JSON Schemas as values
+export { WIRE_SCHEMAS } from './lib/wire-schemas';
+export type { JsonSchema } from './lib/wire-schemas';

@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'mcp',
+  preset: '../../jest.preset.js',
+  coverageDirectory: '../../coverage/apps/mcp',
+};
