@@ -13,7 +13,7 @@ import { publishJsonOnce } from '@conclave/messaging';
 import { headers as natsHeaders, JetStreamClient, NatsConnection } from 'nats';
 import { Readiness } from './readiness';
 import { ConclaveMetrics, METRICS } from './metrics';
-import { producerSpan, tracingOn } from './tracing';
+import { contextOfEvent, producerSpan, tracingOn } from './tracing';
 
 /** One JetStream message an outbox derives from a log event. */
 export interface OutboxMessage {
@@ -108,21 +108,29 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
 
   private async publish(event: StoredEvent<E>): Promise<void> {
     const js = this.nc.jetstream();
-    for (const m of await this.messagesFor(event)) this.inFlight.push(this.measured(this.send(js, m)));
+    for (const m of await this.messagesFor(event)) this.inFlight.push(this.measured(this.send(js, m, event)));
     this.position = event.position;
     if (++this.unsaved >= SAVE_EVERY || this.inFlight.length >= MAX_IN_FLIGHT) await this.save();
     else this.timer ??= setTimeout(() => void this.save().catch((err: Error) => this.restart(err)), SAVE_AFTER_MS);
   }
 
-  /** With tracing on, each message carries the traceparent of its publish span. */
-  private send(js: JetStreamClient, m: OutboxMessage): Promise<unknown> {
+  /**
+   * With tracing on, each message carries the traceparent of its publish span, which continues
+   * the trace of the append that recorded the event (its metadata) when there is one.
+   */
+  private send(js: JetStreamClient, m: OutboxMessage, event: StoredEvent<E>): Promise<unknown> {
     if (!tracingOn()) return publishJsonOnce(js, m.subject, m.body, m.msgId);
     const attributes = { 'messaging.system': 'nats', 'messaging.destination.name': m.subject, 'messaging.message.id': m.msgId };
-    return producerSpan(`publish ${this.outbox.checkpoint}`, attributes, (carrier) => {
-      const h = natsHeaders();
-      for (const [k, v] of Object.entries(carrier)) h.set(k, v);
-      return js.publish(m.subject, encoder.encode(JSON.stringify(m.body)), { msgID: m.msgId, headers: h });
-    });
+    return producerSpan(
+      `publish ${this.outbox.checkpoint}`,
+      attributes,
+      (carrier) => {
+        const h = natsHeaders();
+        for (const [k, v] of Object.entries(carrier)) h.set(k, v);
+        return js.publish(m.subject, encoder.encode(JSON.stringify(m.body)), { msgID: m.msgId, headers: h });
+      },
+      contextOfEvent(event.metadata),
+    );
   }
 
   private measured<T>(ack: Promise<T>): Promise<T> {

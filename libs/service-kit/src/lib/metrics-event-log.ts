@@ -1,4 +1,5 @@
 import {
+  AppendOptions,
   AppendResult,
   CategoryFilter,
   ConcurrencyError,
@@ -14,13 +15,15 @@ import {
 } from '@conclave/event-log';
 import { NatsConnection } from 'nats';
 import { SpanKind } from '@opentelemetry/api';
-import { traced } from './tracing';
+import { traced, traceMetadata } from './tracing';
 import { ConclaveMetrics, METRICS } from './metrics';
 import { ServiceConfig } from './service-config';
 
 /**
- * The event log with its appends counted and timed (by stream category and result). Everything
- * else passes straight through.
+ * The event log with its appends counted and timed (by stream category and result) and, with
+ * tracing on, each append in a span whose trace context the commit carries as metadata, so a
+ * reactor or outbox that reads the events continues the same trace. Everything else passes
+ * straight through.
  */
 export class MeteredEventLog<E extends LogEvent = LogEvent> implements EventLog<E> {
   private readonly appends;
@@ -36,13 +39,14 @@ export class MeteredEventLog<E extends LogEvent = LogEvent> implements EventLog<
     this.latency = metrics.histogram(METRICS.logAppendDuration);
   }
 
-  async append(stream: string, events: readonly E[], expected: ExpectedVersion): Promise<AppendResult> {
+  async append(stream: string, events: readonly E[], expected: ExpectedVersion, options?: AppendOptions): Promise<AppendResult> {
     const category = safeCategory(stream);
     const end = this.latency.startTimer({ category });
     try {
-      const result = await traced('eventlog.append', SpanKind.CLIENT, { 'conclave.category': category }, () =>
-        this.inner.append(stream, events, expected),
-      );
+      const result = await traced('eventlog.append', SpanKind.CLIENT, { 'conclave.category': category }, () => {
+        const trace = traceMetadata();
+        return this.inner.append(stream, events, expected, trace ? { ...options, metadata: { ...options?.metadata, ...trace } } : options);
+      });
       this.appends.inc({ category, result: result.duplicate ? 'duplicate' : 'ok' });
       if (!result.duplicate) {
         this.appended.inc({ category }, events.length);

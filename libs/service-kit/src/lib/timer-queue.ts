@@ -1,4 +1,6 @@
+import { SpanKind, type Context } from '@opentelemetry/api';
 import type { Clock } from './runtime';
+import { activeTraceContext, continueTrace } from './tracing';
 
 /** What a timer's action reports: done (forget the item) or retry (later, with backoff). */
 export type TimerOutcome = 'done' | 'retry';
@@ -16,6 +18,8 @@ export interface TimerQueueOptions {
   readonly maxBackoffMs?: number;
   /** Re-arm at least this often, so a wall-clock jump never leaves the queue asleep. Default 60 s. */
   readonly maxSleepMs?: number;
+  /** Names the span of each action when tracing is on (`timer <name>`). Default `queue`. */
+  readonly name?: string;
 }
 
 /**
@@ -28,8 +32,11 @@ export class TimerQueue {
   private readonly at: number[] = [];
   private readonly keys: string[] = [];
   private readonly tokens: number[] = [];
-  /** Live items: due time and the token of their heap slot (older slots are stale). */
-  private readonly live = new Map<string, { at: number; token: number; attempts: number }>();
+  /**
+   * Live items: due time and the token of their heap slot (older slots are stale), and with
+   * tracing on the trace context it was scheduled in, which its action continues.
+   */
+  private readonly live = new Map<string, { at: number; token: number; attempts: number; trace?: Context }>();
   private readonly running = new Set<string>();
   private nextToken = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -71,7 +78,7 @@ export class TimerQueue {
 
   /** Sets (or moves) the item's time. */
   schedule(key: string, atMs: number): void {
-    this.put(key, atMs, 0);
+    this.put(key, atMs, 0, activeTraceContext() ?? this.live.get(key)?.trace);
     this.arm();
   }
 
@@ -94,9 +101,9 @@ export class TimerQueue {
     await this.draining;
   }
 
-  private put(key: string, atMs: number, attempts: number): void {
+  private put(key: string, atMs: number, attempts: number, trace: Context | undefined): void {
     const token = this.nextToken++;
-    this.live.set(key, { at: atMs, token, attempts });
+    this.live.set(key, trace ? { at: atMs, token, attempts, trace } : { at: atMs, token, attempts });
     this.at.push(atMs);
     this.keys.push(key);
     this.tokens.push(token);
@@ -130,7 +137,7 @@ export class TimerQueue {
       // A key whose previous action still runs waits for it (one action per key at a time).
       if (this.running.has(key)) {
         const item = this.live.get(key);
-        if (item) this.put(key, now + this.backoffMs, item.attempts);
+        if (item) this.put(key, now + this.backoffMs, item.attempts, item.trace);
         continue;
       }
       due.push({ key, token });
@@ -148,7 +155,12 @@ export class TimerQueue {
     let outcome: TimerOutcome;
     let error: unknown;
     try {
-      outcome = await this.options.run(key);
+      const trace = this.live.get(key)?.trace;
+      outcome = trace
+        ? await continueTrace(trace, `timer ${this.options.name ?? 'queue'}`, SpanKind.INTERNAL, { 'conclave.timer_key': key }, () =>
+            this.options.run(key),
+          )
+        : await this.options.run(key);
     } catch (err) {
       outcome = 'retry';
       error = err;
@@ -165,7 +177,7 @@ export class TimerQueue {
     const attempts = item.attempts + 1;
     this.options.onRetry?.(key, attempts, error);
     const delay = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** Math.min(attempts - 1, 20));
-    this.put(key, this.options.clock.now().getTime() + delay, attempts);
+    this.put(key, this.options.clock.now().getTime() + delay, attempts, item.trace);
   }
 
   private dropStale(): void {

@@ -1,5 +1,16 @@
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { context, propagation, ROOT_CONTEXT, Span, SpanKind, SpanStatusCode, trace, type TextMapGetter } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type TextMapGetter,
+} from '@opentelemetry/api';
+import type { EventMetadata } from '@conclave/event-log';
 import { NodeSDK, tracing } from '@opentelemetry/sdk-node';
 import type { MsgHdrs } from 'nats';
 import { idIn } from './logging';
@@ -130,16 +141,18 @@ export function traced<T>(name: string, kind: SpanKind, attributes: Record<strin
 
 /**
  * A PRODUCER span around one publish, its `traceparent` handed to `send` for the message's
- * headers: a consumer continues the trace from the message it reads.
+ * headers: a consumer continues the trace from the message it reads. `parent` defaults to the
+ * active context (an outbox passes the one its log event carried).
  */
 export async function producerSpan<T>(
   name: string,
   attributes: Record<string, string>,
   send: (carrier: Record<string, string>) => Promise<T>,
+  parent: Context = context.active(),
 ): Promise<T> {
-  const span = trace.getTracer(TRACER).startSpan(name, { kind: SpanKind.PRODUCER, attributes });
+  const span = trace.getTracer(TRACER).startSpan(name, { kind: SpanKind.PRODUCER, attributes }, parent);
   const carrier: Record<string, string> = {};
-  propagation.inject(trace.setSpan(context.active(), span), carrier);
+  propagation.inject(trace.setSpan(parent, span), carrier);
   try {
     return await send(carrier);
   } catch (err) {
@@ -148,6 +161,65 @@ export async function producerSpan<T>(
   } finally {
     span.end();
   }
+}
+
+/**
+ * The active trace context as event metadata (`traceparent`, and `tracestate` when there is one),
+ * for an append to store beside its events; undefined without tracing or an active span.
+ */
+export function traceMetadata(): Record<string, string> | undefined {
+  if (!tracingOn() || !trace.getActiveSpan()) return undefined;
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return Object.keys(carrier).length > 0 ? carrier : undefined;
+}
+
+const metadataGetter: TextMapGetter<EventMetadata | undefined> = {
+  keys: (m) => (m ? Object.keys(m) : []),
+  get: (m, key) => m?.[key],
+};
+
+/** The trace context a log event's metadata carries; undefined when it carries none (or tracing is off). */
+export function contextOfEvent(metadata: EventMetadata | undefined): Context | undefined {
+  if (!tracingOn() || !metadata) return undefined;
+  const ctx = propagation.extract(ROOT_CONTEXT, metadata, metadataGetter);
+  return trace.getSpanContext(ctx) ? ctx : undefined;
+}
+
+/**
+ * Runs `fn` inside a new span that continues `parent` (a log event's trace, a timer's): only when
+ * there is such a parent, so work nobody traced starts no trace of its own.
+ */
+export function continueTrace<T>(
+  parent: Context | undefined,
+  name: string,
+  kind: SpanKind,
+  attributes: Record<string, string>,
+  fn: () => T | Promise<T>,
+): Promise<T> {
+  if (!parent) {
+    try {
+      return Promise.resolve(fn());
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+  return trace.getTracer(TRACER).startActiveSpan(name, { kind, attributes }, parent, async (span) => {
+    try {
+      return await fn();
+    } catch (err) {
+      fail(span, err);
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** The active context when tracing is on and a span is active (kept by a timer for its action). */
+export function activeTraceContext(): Context | undefined {
+  if (!tracingOn() || !trace.getActiveSpan()) return undefined;
+  return context.active();
 }
 
 /** The active span's trace id, when tracing is on and a span is active. */
