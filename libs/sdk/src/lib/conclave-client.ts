@@ -1,9 +1,10 @@
 import { AcpError, parseDecisionEvent, parseProposal } from '@conclave/acp-protocol';
 import type { DecisionEvent, EscalationMetadata, LineageNode, Proposal, ProposalStatus, Resolution } from '@conclave/acp-protocol';
 import { acpStreamNames, acpSubjects, AcpSubjects, ErrorReply, OkReply } from '@conclave/messaging';
-import { AckPolicy, Authenticator, connect, DeliverPolicy, headers, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
+import { AckPolicy, Authenticator, connect, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import { ulid } from 'ulid';
 import { ConclaveError, ConclaveUnavailableError } from './conclave-error';
+import { withTraceHeaders } from './tracing';
 
 export interface ConclaveClientOptions {
   /** An existing connection (not closed by the client) or a server URL to connect to. */
@@ -336,17 +337,18 @@ export class ConclaveClient {
     const bytes = encoder.encode(JSON.stringify(body));
     const sign = this.options.sign ?? this.options.signer;
     const extra = sign ? await sign(subject, bytes) : undefined;
-    let data: Uint8Array;
-    try {
-      const h = extra ? headers() : undefined;
-      for (const [k, v] of Object.entries(extra ?? {})) h?.set(k, v);
-      data = (await this.nc.request(subject, bytes, { timeout: this.timeoutMs, headers: h })).data;
-    } catch (cause) {
-      throw new ConclaveUnavailableError(subject, { cause });
-    }
-    const reply = JSON.parse(decoder.decode(data)) as OkReply<T> | ErrorReply;
-    if (!reply.ok) throw new ConclaveError(reply.error);
-    return reply;
+    return withTraceHeaders(subject, async (h) => {
+      let data: Uint8Array;
+      try {
+        for (const [k, v] of Object.entries(extra ?? {})) h.set(k, v);
+        data = (await this.nc.request(subject, bytes, { timeout: this.timeoutMs, headers: h })).data;
+      } catch (cause) {
+        throw new ConclaveUnavailableError(subject, { cause });
+      }
+      const reply = JSON.parse(decoder.decode(data)) as OkReply<T> | ErrorReply;
+      if (!reply.ok) throw new ConclaveError(reply.error);
+      return reply;
+    });
   }
 }
 

@@ -1,6 +1,7 @@
 import type { CouncilErrorBody, CouncilTaskRequest, RunRecord, TaskStage, Usage } from '@conclave/council-protocol';
 import { COUNCIL_COMMANDS, councilSubjects, CouncilSubjects, DEFAULT_COUNCIL_PREFIX, inboxOf } from '@conclave/messaging';
-import { headers, Msg, NatsConnection, Subscription } from 'nats';
+import { Msg, NatsConnection, Subscription } from 'nats';
+import { withTraceHeaders } from './tracing';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -265,13 +266,14 @@ export class CouncilClient {
   private async request<T extends object>(subject: string, body: unknown): Promise<T> {
     const bytes = encoder.encode(JSON.stringify(body));
     const extra = this.signer ? await this.signer(subject, bytes) : undefined;
-    const h = extra ? headers() : undefined;
-    if (h && extra) for (const [k, v] of Object.entries(extra)) h.set(k, v);
-    const msg = await this.nc.request(subject, bytes, { timeout: this.timeoutMs, headers: h });
-    const reply = JSON.parse(decoder.decode(msg.data)) as
-      | ({ ok: true } & T)
-      | { ok: false; error: { code: string; message: string; field?: string } };
-    if (!reply.ok) throw new CouncilRequestError(reply.error);
-    return reply;
+    return withTraceHeaders(subject, async (h) => {
+      if (extra) for (const [k, v] of Object.entries(extra)) h.set(k, v);
+      const msg = await this.nc.request(subject, bytes, { timeout: this.timeoutMs, headers: h });
+      const reply = JSON.parse(decoder.decode(msg.data)) as
+        | ({ ok: true } & T)
+        | { ok: false; error: { code: string; message: string; field?: string } };
+      if (!reply.ok) throw new CouncilRequestError(reply.error);
+      return reply;
+    });
   }
 }

@@ -1,0 +1,42 @@
+import { SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { randomBytes } from 'node:crypto';
+import { headers, type MsgHdrs } from 'nats';
+
+const tracer = () => trace.getTracer('conclave-sdk');
+
+/**
+ * Sends one request in a CLIENT span and with its W3C `traceparent` header, so the services
+ * continue the caller's trace. The span continues the active OpenTelemetry context; it is
+ * recorded when the application registered an OpenTelemetry SDK, and otherwise only carries the
+ * ids along. With neither an SDK nor an active trace, the request starts a new trace (random
+ * ids, sampled), so the services' spans and log lines of one request still share a trace id.
+ * The header is not signed: it names a trace, it authorizes nothing.
+ */
+export async function withTraceHeaders<T>(subject: string, send: (h: MsgHdrs) => Promise<T>): Promise<T> {
+  const span = tracer().startSpan(subject, {
+    kind: SpanKind.CLIENT,
+    attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
+  });
+  const h = headers();
+  h.set('traceparent', traceparentOf(span));
+  const state = span.spanContext().traceState?.serialize();
+  if (state) h.set('tracestate', state);
+  try {
+    return await send(h);
+  } catch (err) {
+    const code = (err as { code?: unknown })?.code;
+    if (typeof code === 'string') span.setAttribute('conclave.error_code', code);
+    // A refusal is an answer; only no answer (or a broken one) fails the call.
+    if (typeof code !== 'string' || code === 'INTERNAL')
+      span.setStatus({ code: SpanStatusCode.ERROR, message: typeof code === 'string' ? code : 'failed' });
+    throw err;
+  } finally {
+    span.end();
+  }
+}
+
+function traceparentOf(span: Span): string {
+  const c = span.spanContext();
+  if (trace.isSpanContextValid(c)) return `00-${c.traceId}-${c.spanId}-${(c.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
+  return `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+}
