@@ -69,6 +69,7 @@ export class ResolutionWatcher implements OnApplicationBootstrap, OnApplicationS
     @Optional() metrics?: ConclaveMetrics,
   ) {
     this.timers = new TimerQueue({
+      name: 'resolver',
       clock,
       parallel: 64,
       run: (key) => this.react(key),
