@@ -1,7 +1,8 @@
-import { SpanKind } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { tracing } from '@opentelemetry/sdk-node';
 import { headers as natsHeaders } from 'nats';
 import { acpStreamNames } from '@conclave/messaging';
+import { JetStreamEventLog } from '@conclave/event-log';
 import { startTracing, stopTracing, tracingOn, tracingWantedBy } from '@conclave/service-kit';
 import { ConclaveHarness, eventually } from '../support/conclave-harness';
 
@@ -95,7 +96,7 @@ describe('tracing: NATS API requests continue the caller trace', () => {
     });
   });
 
-  it('a refused request is marked with its code but not failed; without traceparent, a new trace starts', async () => {
+  it("a refused request is marked with its code but not failed, on the service's span and the SDK's", async () => {
     exporter.reset();
     await expect(h.client.get('01ARZ3NDEKTSV4RRFFQ69G5FAV')).rejects.toMatchObject({ code: 'PROPOSAL_NOT_FOUND' });
     const span = await eventually(async () => exporter.getFinishedSpans().find((s) => s.name === 'v1.get'), 5_000, 'the get span');
@@ -103,7 +104,104 @@ describe('tracing: NATS API requests continue the caller trace', () => {
       'conclave.error_code': 'PROPOSAL_NOT_FOUND',
       'conclave.proposal_id': '01ARZ3NDEKTSV4RRFFQ69G5FAV',
     });
-    expect(span.status.code).not.toBe(2);
+    expect(span.status.code).not.toBe(SpanStatusCode.ERROR);
+    // The SDK sent its own CLIENT span's traceparent: the service's span is that span's child.
+    const client = exporter.getFinishedSpans().find((s) => s.name === `${h.prefix}.v1.get`);
+    expect(client?.kind).toBe(SpanKind.CLIENT);
+    expect(client?.attributes).toMatchObject({ 'conclave.error_code': 'PROPOSAL_NOT_FOUND' });
+    expect(client?.status.code).not.toBe(SpanStatusCode.ERROR);
+    expect(span.parentSpanContext?.spanId).toBe(client?.spanContext().spanId);
+    expect(span.spanContext().traceId).toBe(client?.spanContext().traceId);
+  });
+
+  it('a request without traceparent (not from the SDK) starts a new trace', async () => {
+    exporter.reset();
+    const body = new TextEncoder().encode(JSON.stringify({ proposal_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV' }));
+    await h.nc.request(`${h.prefix}.v1.get`, body, { timeout: 5_000 });
+    const span = await eventually(async () => exporter.getFinishedSpans().find((s) => s.name === 'v1.get'), 5_000, 'the get span');
     expect(span.parentSpanContext).toBeUndefined();
+  });
+});
+
+/**
+ * The whole path of one decision in one trace: an agent's span around its SDK call, the SDK's
+ * CLIENT span, intake's SERVER span and its append, the resolver's reactor applying the event,
+ * the timer that resolves, the resolution's append, and the outbox's PRODUCER span whose
+ * traceparent the decision message carries. Each span is the child of the one before it.
+ */
+describe('tracing: one trace from the SDK call to the decision publish', () => {
+  const exporter = new tracing.InMemorySpanExporter();
+  const h = new ConclaveHarness();
+
+  beforeAll(async () => {
+    startTracing('intake', { spanProcessors: [new tracing.SimpleSpanProcessor(exporter)] });
+    await h.start('intake', 'resolver');
+  });
+  afterAll(async () => {
+    await h.stop();
+    await stopTracing();
+  });
+
+  it('given a proposal needing one endorsement, when an agent endorses it inside its own span, the decision message continues that trace', async () => {
+    const p = await h.client.propose({
+      domain: 'ops.tracing',
+      author: 'agent-ops',
+      payload: { action: 'trace' },
+      quorum: 1,
+      created_at: new Date().toISOString(),
+    });
+    exporter.reset();
+
+    const agentTraceId = await trace.getTracer('agent').startActiveSpan('agent decides', async (agent) => {
+      await h.client.endorse(p.proposal_id, { participant_id: 'agent-a', domain_authority: 0.9, confidence: 0.9, trust_score: 0.9 });
+      agent.end();
+      return agent.spanContext().traceId;
+    });
+
+    const jsm = await h.nc.jetstreamManager();
+    const msg = await eventually(
+      async () =>
+        jsm.streams
+          .getMessage(acpStreamNames(h.run).decisions, { last_by_subj: `${h.prefix}.v1.decisions.ops.tracing` })
+          .catch(() => undefined),
+      10_000,
+      'the decision message',
+    );
+    const [, traceId, publishSpanId] = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(msg.header?.get('traceparent') ?? '') ?? [];
+    expect(traceId).toBe(agentTraceId);
+
+    const byId = (spanId: string | undefined) => exporter.getFinishedSpans().find((s) => s.spanContext().spanId === spanId);
+    const publish = await eventually(async () => byId(publishSpanId), 5_000, 'the publish span');
+    // Walk the parent links from the publish back to the agent's span.
+    const chain: { name: string; kind: SpanKind; traceId: string }[] = [];
+    for (let span = publish as ReturnType<typeof byId>; span; span = byId(span.parentSpanContext?.spanId)) {
+      chain.push({ name: span.name, kind: span.kind, traceId: span.spanContext().traceId });
+    }
+    expect(chain.map((s) => [s.name, s.kind])).toEqual([
+      ['publish resolver-outbox', SpanKind.PRODUCER],
+      ['eventlog.append', SpanKind.CLIENT],
+      ['timer resolver', SpanKind.INTERNAL],
+      ['reactor resolver', SpanKind.CONSUMER],
+      ['eventlog.append', SpanKind.CLIENT],
+      ['v1.respond', SpanKind.SERVER],
+      [`${h.prefix}.v1.respond`, SpanKind.CLIENT],
+      ['agent decides', SpanKind.INTERNAL],
+    ]);
+    expect(new Set(chain.map((s) => s.traceId))).toEqual(new Set([agentTraceId]));
+    expect(publish.attributes).toMatchObject({
+      'messaging.destination.name': `${h.prefix}.v1.decisions.ops.tracing`,
+      'messaging.message.id': msg.header?.get('Nats-Msg-Id'),
+    });
+
+    // The events in the log carry the trace context of the appends that recorded them.
+    const log = await JetStreamEventLog.create({
+      connection: h.nc,
+      streamName: h.env['CONCLAVE_EVENT_STREAM'],
+      subjectPrefix: h.env['CONCLAVE_EVENT_SUBJECT_PREFIX'],
+      createStream: false,
+    });
+    const stored = await log.read(`proposal-${p.proposal_id}`);
+    const endorsed = stored.events.find((e) => e.event.type === 'ResponseRecorded');
+    expect(endorsed?.metadata?.['traceparent']).toMatch(new RegExp(`^00-${agentTraceId}-[0-9a-f]{16}-01$`));
   });
 });
