@@ -11,6 +11,7 @@ import {
 } from '@conclave/council-protocol';
 import { ConcurrencyError } from '@conclave/event-log';
 import { CommandContext, IDS, IdGenerator, Identity } from '@conclave/service-kit';
+import { EvaluationCommands } from './evaluation-commands';
 import { RunDriver } from './run-driver';
 import { RunRepository } from './run-repository';
 
@@ -55,6 +56,7 @@ export class CouncilCommands {
     private readonly driver: RunDriver,
     private readonly context: CommandContext,
     @Inject(IDS) private readonly ids: IdGenerator,
+    private readonly evaluation: EvaluationCommands,
   ) {}
 
   /** `council.v1.start`: `{goal_contract, panel, policy?, actor?, run_id?}` → `{run_id}`; only the decision owner starts. */
@@ -62,6 +64,9 @@ export class CouncilCommands {
     const o = body(input);
     const run_id = o['run_id'] === undefined ? this.ids.next() : runIdOf(o);
     const actor = await this.actor(identity, o);
+    const seed = this.ids.next();
+    // council:L4: the chair comes from the capability projection, recorded in RunStarted.
+    const chair_selection = this.evaluation.chairFor(o, seed);
     const events = decide(
       {
         type: C.StartRun,
@@ -69,7 +74,8 @@ export class CouncilCommands {
         goal_contract: o['goal_contract'],
         panel: o['panel'],
         policy: o['policy'],
-        seed: this.ids.next(),
+        seed,
+        ...(chair_selection ? { chair_selection } : {}),
         actor,
         now: this.context.now(),
       },

@@ -5,6 +5,10 @@ import { CouncilConfig } from './council.config';
 import { CouncilMetrics } from './council-metrics';
 import { CouncilController } from './council.controller';
 import { DecisionOutbox } from './decision-outbox';
+import { EvaluationCommands } from './evaluation-commands';
+import { EvaluationController } from './evaluation.controller';
+import { EvaluationProjection } from './evaluation-projection';
+import { OutcomeOutbox } from './outcome-outbox';
 import { RunDriver } from './run-driver';
 import { RunIndex } from './run-index';
 import { RunLeases } from './run-lease';
@@ -16,8 +20,20 @@ export class CouncilModule {
     return {
       module: CouncilModule,
       imports: [ServiceKitModule.forRoot('council', config)],
-      controllers: [CouncilController],
-      providers: [...authProviders, RunRepository, RunLeases, RunDriver, DecisionOutbox, RunIndex, CouncilCommands, CouncilMetrics],
+      controllers: [CouncilController, EvaluationController],
+      providers: [
+        ...authProviders,
+        RunRepository,
+        RunLeases,
+        RunDriver,
+        DecisionOutbox,
+        RunIndex,
+        CouncilCommands,
+        CouncilMetrics,
+        EvaluationProjection,
+        EvaluationCommands,
+        OutcomeOutbox,
+      ],
     };
   }
 }

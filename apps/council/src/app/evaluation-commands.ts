@@ -1,0 +1,142 @@
+import { Injectable } from '@nestjs/common';
+import {
+  COUNCIL_COMMAND_TYPES as C,
+  CONCENTRATION_PERIODS,
+  CalibrationScope,
+  ChairSelection,
+  ConcentrationAudit,
+  ConcentrationPeriod,
+  ConcentrationSubject,
+  CouncilError,
+  ScopedCapabilityEstimate,
+  checkConfidenceProbabilities,
+  parseCouncilPolicy,
+  parseGoalContract,
+  parsePanel,
+  runDomain,
+  selectChair,
+} from '@conclave/council-protocol';
+import { CommandContext, Identity } from '@conclave/service-kit';
+import { EvaluationHistory, EvaluationProjection } from './evaluation-projection';
+import { RunDriver } from './run-driver';
+
+const RUN_ID = /^[A-Za-z0-9_]{1,100}$/;
+
+function body(input: unknown): Record<string, unknown> {
+  if (input === null || typeof input !== 'object' || Array.isArray(input))
+    throw new CouncilError('SCHEMA_VIOLATION', 'the request body must be a JSON object');
+  return input as Record<string, unknown>;
+}
+
+function optText(o: Record<string, unknown>, field: string): string | undefined {
+  const v = o[field];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || v.trim() === '') throw new CouncilError('SCHEMA_VIOLATION', 'must be a non-empty string', field);
+  return v;
+}
+
+/** The estimates as a list, sorted by scope (family, version, role, domain, tools). */
+export function estimateList(history: EvaluationHistory, domain?: string): ScopedCapabilityEstimate[] {
+  return Object.keys(history.capabilities().estimates)
+    .sort()
+    .map((k) => history.capabilities().estimates[k])
+    .filter((e) => domain === undefined || e.domain === domain);
+}
+
+/**
+ * The council:L4 and L5 use cases: the chair chosen from the capability projection at the start
+ * of a run, structured outcomes, and the read models (estimates, calibration, concentration).
+ */
+@Injectable()
+export class EvaluationCommands {
+  constructor(
+    private readonly projection: EvaluationProjection,
+    private readonly driver: RunDriver,
+    private readonly context: CommandContext,
+  ) {}
+
+  /**
+   * The chair for a run about to start, when its policy names a chair selection policy (and no
+   * explicit chair_order): `selectChair` over the panel, the domain's capability estimates and
+   * chair history, and the run's seed. Undefined otherwise; a malformed body is left to StartRun.
+   */
+  chairFor(o: Record<string, unknown>, seed: string): ChairSelection | undefined {
+    let policy;
+    try {
+      policy = parseCouncilPolicy(o['policy'], 'policy');
+    } catch {
+      return undefined;
+    }
+    if (!policy.chair_selection || policy.chair_order.length > 0) return undefined;
+    const goal = parseGoalContract(o['goal_contract'], 'goal_contract');
+    const panel = parsePanel(o['panel'], 'panel');
+    const domain = runDomain(goal);
+    const history = this.projection.history;
+    return selectChair(policy.chair_selection, {
+      panel,
+      domain,
+      seed,
+      capabilities: history.capabilities(policy.capability ?? {}),
+      previous_chairs: history.previousChairs(domain),
+    });
+  }
+
+  /**
+   * `council.v1.outcome.record`: `{run_id, outcome: StructuredOutcome (without recorded_by), actor?}`;
+   * the decision owner or an evaluator the run's policy names records it (signed when
+   * authentication is on). Stored in the run's stream; published on COUNCIL_OUTCOMES from there.
+   */
+  async recordOutcome(input: unknown, identity: Identity): Promise<{ run_id: string; outcome_id: string }> {
+    const o = body(input);
+    const runId = optText(o, 'run_id');
+    if (runId === undefined || !RUN_ID.test(runId))
+      throw new CouncilError('SCHEMA_VIOLATION', 'must be letters, digits and _ (it names the stream council-run-<id>)', 'run_id');
+    const actor = await this.actor(identity, o);
+    const state = await this.driver.execute(runId, (_s, now) => ({ type: C.RecordStructuredOutcome, outcome: o['outcome'], actor, now }));
+    const outcome = o['outcome'] as { outcome_id?: unknown } | undefined;
+    if (state.status === 'empty') throw new CouncilError('RUN_NOT_FOUND', `no run ${runId}`, 'run_id');
+    return { run_id: runId, outcome_id: String(outcome?.outcome_id) };
+  }
+
+  /** `council.v1.capability.estimates`: `{domain?, rebuild?}` → the estimates (rebuilt from the log when asked). */
+  async estimates(input: unknown): Promise<{ estimates: ScopedCapabilityEstimate[]; ended_runs: number; rebuilt: boolean }> {
+    const o = body(input ?? {});
+    const domain = optText(o, 'domain');
+    const rebuild = o['rebuild'] === true;
+    const history = rebuild ? await this.projection.rebuild() : this.projection.history;
+    return { estimates: estimateList(history, domain), ended_runs: history.inputs().length, rebuilt: rebuild };
+  }
+
+  /** `council.v1.capability.calibration`: `{domain?, confidence_probabilities?}` → Brier, log loss, reliability per member × role × domain. */
+  async calibration(input: unknown): Promise<{ calibration: CalibrationScope[]; forecasts: number }> {
+    const o = body(input ?? {});
+    const domain = optText(o, 'domain');
+    const p = o['confidence_probabilities'];
+    const probabilities = p === undefined ? undefined : checkConfidenceProbabilities(body(p) as never);
+    const history = this.projection.history;
+    return { calibration: history.calibration(probabilities, domain), forecasts: history.forecasts(probabilities, domain).length };
+  }
+
+  /** `council.v1.capability.concentration`: `{domain?, period?, subject?}` → the audit per domain × period (16.7). */
+  async concentration(input: unknown): Promise<{ audit: ConcentrationAudit }> {
+    const o = body(input ?? {});
+    const domain = optText(o, 'domain');
+    const period = optText(o, 'period') ?? 'month';
+    if (!(CONCENTRATION_PERIODS as readonly string[]).includes(period))
+      throw new CouncilError('SCHEMA_VIOLATION', `must be one of ${CONCENTRATION_PERIODS.join(' | ')}`, 'period');
+    const subject = optText(o, 'subject') ?? 'member';
+    if (subject !== 'member' && subject !== 'model_family')
+      throw new CouncilError('SCHEMA_VIOLATION', 'must be member | model_family', 'subject');
+    return {
+      audit: this.projection.history.concentration({ period: period as ConcentrationPeriod, subject: subject as ConcentrationSubject }, domain),
+    };
+  }
+
+  private async actor(identity: Identity, o: Record<string, unknown>): Promise<string> {
+    const declared = o['actor'];
+    if (declared === undefined) return identity.participant_id;
+    if (typeof declared !== 'string' || declared.trim() === '')
+      throw new CouncilError('SCHEMA_VIOLATION', 'must be a non-empty string', 'actor');
+    return (await this.context.actAs(identity, declared, 'actor')).participant_id;
+  }
+}

@@ -1,0 +1,55 @@
+import { Controller, UseFilters } from '@nestjs/common';
+import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
+import { AcpError } from '@conclave/acp-protocol';
+import { CouncilError } from '@conclave/council-protocol';
+import { COUNCIL_COMMANDS, okReply, PassThroughRpcExceptionFilter, PlainNatsContext } from '@conclave/messaging';
+import { CommandContext, Identity, RejectionRecorder } from '@conclave/service-kit';
+import { declaredActor } from './council-commands';
+import { EvaluationCommands } from './evaluation-commands';
+
+/**
+ * The council:L4 and L5 subjects: structured outcomes, and the evaluation read models. Every
+ * command is authenticated first, as on the other Council subjects (signed or JWT when
+ * authentication is required); a CouncilError becomes `{ok: false, error}`.
+ */
+@Controller()
+@UseFilters(PassThroughRpcExceptionFilter)
+export class EvaluationController {
+  constructor(
+    private readonly commands: EvaluationCommands,
+    private readonly context: CommandContext,
+    private readonly rejections: RejectionRecorder,
+  ) {}
+
+  @MessagePattern(COUNCIL_COMMANDS.recordOutcome)
+  onRecordOutcome(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
+    return this.run('council.outcome.record', body, request, (who) => this.commands.recordOutcome(body, who));
+  }
+
+  @MessagePattern(COUNCIL_COMMANDS.estimates)
+  onEstimates(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
+    return this.run('council.capability.estimates', body, request, () => this.commands.estimates(body));
+  }
+
+  @MessagePattern(COUNCIL_COMMANDS.calibration)
+  onCalibration(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
+    return this.run('council.capability.calibration', body, request, () => this.commands.calibration(body));
+  }
+
+  @MessagePattern(COUNCIL_COMMANDS.concentration)
+  onConcentration(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
+    return this.run('council.capability.concentration', body, request, () => this.commands.concentration(body));
+  }
+
+  private async run<T extends object>(command: string, body: unknown, request: PlainNatsContext, handle: (identity: Identity) => Promise<T>) {
+    let identity: Identity | undefined;
+    try {
+      identity = await this.context.authenticate(request, declaredActor(body));
+      return okReply(await handle(identity));
+    } catch (err) {
+      if (err instanceof CouncilError) return { ok: false as const, error: err.toJSON() };
+      if (err instanceof AcpError) await this.rejections.record(command, request, body, err, identity);
+      throw err;
+    }
+  }
+}
