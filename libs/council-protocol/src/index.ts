@@ -28,6 +28,9 @@ export * from './lib/decide';
 export * from './lib/run-record';
 export * from './lib/single-agent-council';
 export * from './lib/run-aggregation';
+// The member API: JSON Schemas, answer validation and stamping, cancel notices.
+export * from './lib/member-schemas';
+export * from './lib/member-answers';
 // Evaluation (council:L4 and L5, spec 14 to 16): pure, not yet wired into the controller.
 export * from './lib/evaluation/ballots';
 export * from './lib/evaluation/choice-models';

@@ -20,6 +20,8 @@ export const COUNCIL_ERROR_CODES = [
   'UNKNOWN_REFERENCE',
   'UNREFERENCED_CLAIM',
   'LINEAGE_MISMATCH',
+  /** A member sent a field the controller stamps (an id, the version) with another value. */
+  'STAMPED_FIELD_MISMATCH',
   'UNANSWERED_ISSUE',
   'DISSENT_DROPPED',
   'BELOW_QUORUM',
