@@ -357,7 +357,7 @@ describe('member API: cancel notices', () => {
     const timeout = d.events.findIndex((e) => e.type === 'MemberFailed' && e.data.reason === 'timeout');
     expect(timeout).toBeGreaterThan(0);
     const before = d.events.slice(0, timeout).reduce<CouncilRunState>((s, e) => evolveRun(s, e), EMPTY_RUN);
-    const notices = cancelledTasks(before, [d.events[timeout]]);
+    const notices = cancelledTasks(before, evolveRun(before, d.events[timeout]));
     expect(notices).toEqual([
       {
         member_id: 'member-operator-01',
@@ -381,7 +381,7 @@ describe('member API: cancel notices', () => {
       correlation_id: 'run-1',
       data: { terminal_state: 'budget-exhausted-best-checkpoint', reason: 'human-interrupt', best_checkpoint_id: null, decision_id: null },
     } as const;
-    const notices = cancelledTasks(state, [terminated]);
+    const notices = cancelledTasks(state, evolveRun(state, terminated));
     expect(notices.map((n) => n.notice.task_id).sort()).toEqual([...open].sort());
     expect(notices.every((n) => n.notice.reason === 'run-terminated')).toBe(true);
   });

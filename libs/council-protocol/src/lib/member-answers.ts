@@ -4,7 +4,7 @@ import { CONFIDENCE_SCHEMES, TaskStage } from './contracts';
 import { ConflictMap } from './conflict-map';
 import { DecisionRecord } from './decision-record';
 import { CouncilError } from './errors';
-import { CouncilEvent, Usage } from './events';
+import { Usage } from './events';
 import { FrameCheck } from './frame-check';
 import { ANSWER_MESSAGE_SCHEMA, ANSWER_SCHEMAS, CANCEL_NOTICE_SCHEMA, TASK_SCHEMAS, VERDICT_SCHEMA } from './member-schemas';
 import { resolveArtifactRef } from './review-and-anonymity';
@@ -290,31 +290,28 @@ export function acceptMemberAnswer(state: CouncilRunState, taskId: string, membe
 }
 
 /**
- * Tasks to cancel after `events` were appended on `before`: a task that timed out (its stage
- * closed without it), and every task still open when the run ended. A member that receives the
- * notice stops working on the task.
+ * Tasks to cancel between two states of a run: a task that timed out (its stage went on without
+ * it), and every task still open when the run ended. A member that receives the notice stops
+ * working on the task. A diff of states, so it holds however the change was appended.
  */
-export function cancelledTasks(before: CouncilRunState, events: readonly CouncilEvent[]): { member_id: string; notice: CancelNotice }[] {
-  if (before.status === 'empty') return [];
+export function cancelledTasks(before: CouncilRunState, after: CouncilRunState): { member_id: string; notice: CancelNotice }[] {
+  if (before.status !== 'running' || after.status === 'empty') return [];
   const out: { member_id: string; notice: CancelNotice }[] = [];
-  const seen = new Set<string>();
-  const add = (task: TaskRecord | undefined, reason: CancelNotice['reason'], note?: string) => {
-    if (!task || seen.has(task.task_id)) return;
-    seen.add(task.task_id);
-    const notice: CancelNotice = { notice: 'cancel', run_id: before.run_id, task_id: task.task_id, reason };
-    if (note !== undefined) notice.note = note;
-    out.push({ member_id: task.member_id, notice });
-  };
-  const settled = new Set<string>();
-  for (const e of events) {
-    if (e.type === 'MemberFailed' && e.data.reason === 'timeout' && e.data.task_id) add(before.tasks[e.data.task_id], 'deadline-passed');
-    else if ('data' in e && isRecord(e.data) && typeof e.data['task_id'] === 'string') settled.add(e.data['task_id']);
-    if (e.type === 'RunTerminated') {
-      for (const id of before.task_order) {
-        const t = before.tasks[id];
-        if (t.status === 'issued' && !settled.has(id)) add(t, 'run-terminated', e.data.reason);
-      }
-    }
+  for (const id of before.task_order) {
+    const was = before.tasks[id];
+    const now = after.tasks[id];
+    if (was.status !== 'issued' || !now) continue;
+    const notice = (reason: CancelNotice['reason'], note?: string): CancelNotice => ({
+      notice: 'cancel',
+      run_id: before.run_id,
+      task_id: id,
+      reason,
+      ...(note !== undefined ? { note } : {}),
+    });
+    if (now.status === 'cancelled' && after.status === 'terminated')
+      out.push({ member_id: now.member_id, notice: notice('run-terminated', after.terminal.reason) });
+    else if (now.status === 'failed' && after.failures.some((f) => f.task_id === id && f.reason === 'timeout'))
+      out.push({ member_id: now.member_id, notice: notice('deadline-passed') });
   }
   return out;
 }
