@@ -21,6 +21,7 @@ export type { Action, ClassificationLevel, RegistryCommandType, RegistryEventTyp
 // One canonical JSON for payload hashes and audit entries alike (acp-protocol owns it).
 export { canonicalJson } from '@conclave/acp-protocol';
 export type {
+  CancelKeyRotation,
   DeactivateParticipant,
   GrantDomain,
   RegisterParticipant,
@@ -35,12 +36,14 @@ export type {
   DomainGranted,
   KeyRevoked,
   KeyRotated,
+  KeyRotationCancelled,
+  KeyRotationRequested,
   ParticipantDeactivated,
   ParticipantRegistered,
   ParticipantUpdated,
   RegistryEvent,
 } from './lib/participant.events';
-export { evolveParticipant, foldParticipant, initialParticipantState } from './lib/participant.state';
+export { evolveParticipant, foldParticipant, initialParticipantState, settleRotation } from './lib/participant.state';
 export type {
   ActiveParticipant,
   DeactivatedParticipant,
@@ -49,9 +52,11 @@ export type {
   ParticipantKey,
   ParticipantRecord,
   ParticipantState,
+  PendingRotation,
   UnregisteredParticipant,
 } from './lib/participant.state';
 export {
+  decideCancelKeyRotation,
   decideDeactivateParticipant,
   decideGrantDomain,
   decideRegisterParticipant,

@@ -126,11 +126,23 @@ export function registerParticipantCommands(program: Command): void {
 
   participants
     .command('rotate-key <participant_id>')
-    .description('replace the active key (the old one stops working at once); the participant itself or an administrator')
+    .description(
+      "replace the active key: an administrator's rotation of another participant takes effect at once; your own waits for the cool-down (the current key works until then and can cancel it)",
+    )
     .requiredOption('--public-key <key>', 'the new Ed25519 public key, base64url')
     .action((id: string, o: { publicKey: string }) =>
       run(async (client, json) =>
         show(json, await client.call(REGISTRY_PATTERNS.rotateKey, { participant_id: id, public_key: o.publicKey })),
+      ),
+    );
+
+  participants
+    .command('cancel-rotation <participant_id>')
+    .description('cancel a pending key rotation (the participant itself, with its current key, or an administrator)')
+    .option('--reason <text>')
+    .action((id: string, o: { reason?: string }) =>
+      run(async (client, json) =>
+        show(json, await client.call(REGISTRY_PATTERNS.cancelRotation, { participant_id: id, reason: o.reason })),
       ),
     );
 

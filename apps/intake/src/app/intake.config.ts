@@ -17,5 +17,18 @@ export class IntakeConfig extends AuthenticatedServiceConfig {
   @Min(1)
   listMaxLimit = 500;
 
+  /**
+   * How long a participant's rotation of its own key waits before it takes effect, during which
+   * the current key keeps working and can cancel it: a thief of the key cannot lock the owner out
+   * at once (docs/security.md). An administrator's rotation of another participant's key is
+   * immediate. Default 24 hours.
+   */
+  @Expose({ name: 'CONCLAVE_KEY_ROTATION_COOLDOWN_MS' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(1_000)
+  @Max(30 * 24 * 3_600_000)
+  keyRotationCooldownMs = 24 * 3_600_000;
+
   override httpPort = 8081;
 }

@@ -35,6 +35,11 @@ export class ParticipantsController {
     return this.run('participants.rotate-key', body, r, (who) => this.registry.rotateKey(body, who));
   }
 
+  @MessagePattern(REGISTRY_PATTERNS.cancelRotation)
+  onCancelRotation(@Payload() body: unknown, @Ctx() r: PlainNatsContext) {
+    return this.run('participants.cancel-rotation', body, r, (who) => this.registry.cancelRotation(body, who));
+  }
+
   @MessagePattern(REGISTRY_PATTERNS.revokeKey)
   onRevokeKey(@Payload() body: unknown, @Ctx() r: PlainNatsContext) {
     return this.run('participants.revoke-key', body, r, (who) => this.registry.revokeKey(body, who));

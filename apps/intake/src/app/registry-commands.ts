@@ -1,16 +1,20 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { AcpError } from '@conclave/acp-protocol';
-import { ParticipantRecord, ParticipantState, REGISTRY_COMMAND_TYPES, RegistryCommand } from '@conclave/registry-protocol';
-import { CommandContext, Identity, ParticipantDirectory } from '@conclave/service-kit';
+import { ParticipantRecord, ParticipantState, REGISTRY_COMMAND_TYPES, RegistryCommand, settleRotation } from '@conclave/registry-protocol';
+import { CommandContext, Identity, ParticipantDirectory, SERVICE_CONFIG } from '@conclave/service-kit';
+import { IntakeConfig } from './intake.config';
 
 type Body = Record<string, unknown>;
 
 /** Registry commands at the edge: shape checks here, rules in the pure decider (registry-protocol). */
 @Injectable()
 export class RegistryCommands {
+  private readonly logger = new Logger('Registry');
+
   constructor(
     private readonly directory: ParticipantDirectory,
     private readonly context: CommandContext,
+    @Inject(SERVICE_CONFIG) private readonly config: IntakeConfig,
   ) {}
 
   register(body: unknown, who: Identity) {
@@ -34,11 +38,44 @@ export class RegistryCommands {
     });
   }
 
-  /** An administrator, or the participant itself (signed with its current key). */
-  rotateKey(body: unknown, who: Identity) {
+  /**
+   * An administrator rotating another participant's key: at once. The participant itself (signed
+   * with its current key, which a thief may hold too): pending for the cool-down, during which
+   * the current key keeps working and can cancel it; the request is on the audit chain and in the
+   * log, and `participants get` shows it.
+   */
+  async rotateKey(body: unknown, who: Identity) {
     const b = object(body);
-    if (str(b, 'participant_id') !== who.participant_id) this.context.requireRole(who, 'administrator');
-    return this.run(REGISTRY_COMMAND_TYPES.RotateKey, who, { participant_id: str(b, 'participant_id'), public_key: str(b, 'public_key') });
+    const id = str(b, 'participant_id');
+    const own = id === who.participant_id;
+    if (!own) this.context.requireRole(who, 'administrator');
+    const effectiveAt = own ? new Date(Date.parse(this.context.now()) + this.config.keyRotationCooldownMs).toISOString() : undefined;
+    const result = await this.run(REGISTRY_COMMAND_TYPES.RotateKey, who, {
+      participant_id: id,
+      public_key: str(b, 'public_key'),
+      effective_at: effectiveAt,
+    });
+    const pending = result.participant.pending_rotation;
+    if (pending) {
+      this.logger.warn(
+        `participant ${id}: rotation to key ${pending.key_id} requested by ${pending.requested_by}; takes effect at ${pending.effective_at} unless cancelled (participants cancel-rotation)`,
+      );
+    }
+    return result;
+  }
+
+  /** Cancels a pending rotation: the participant itself (with its current key) or an administrator. */
+  async cancelRotation(body: unknown, who: Identity) {
+    const b = object(body);
+    const id = str(b, 'participant_id');
+    if (id !== who.participant_id) this.context.requireRole(who, 'administrator');
+    const result = await this.run(REGISTRY_COMMAND_TYPES.CancelKeyRotation, who, {
+      participant_id: id,
+      key_id: optional(b, 'key_id'),
+      reason: optional(b, 'reason'),
+    });
+    this.logger.warn(`participant ${id}: pending key rotation cancelled by ${who.participant_id}`);
+    return result;
   }
 
   revokeKey(body: unknown, who: Identity) {
@@ -80,12 +117,13 @@ export class RegistryCommands {
     if (id !== who.participant_id) this.context.requireRole(who, 'administrator');
     const state = await this.directory.load(id);
     if (state.status === 'unregistered') throw new AcpError('SCHEMA_VIOLATION', `participant ${id} is not registered`, 'participant_id');
-    return { participant: view(state) };
+    return { participant: view(state, this.context.now()) };
   }
 
   list(who: Identity): { participants: ParticipantRecord[] } {
     this.context.requireRole(who, 'administrator');
-    return { participants: this.directory.list() };
+    const now = this.context.now();
+    return { participants: this.directory.list().map((p) => settleRotation(p, now)) };
   }
 
   private admin(body: unknown, who: Identity): Body {
@@ -97,15 +135,16 @@ export class RegistryCommands {
   private async run(type: RegistryCommand['type'], who: Identity, data: Body): Promise<{ participant: ParticipantView; events: string[] }> {
     const command = { type, ...this.context.metadata(who), data: strip(data) } as unknown as RegistryCommand;
     const { events, state } = await this.directory.execute(command);
-    return { participant: view(state), events: events.map((e) => e.type) };
+    return { participant: view(state, command.now), events: events.map((e) => e.type) };
   }
 }
 
 type ParticipantView = ParticipantRecord & { status: ParticipantState['status'] };
 
-function view(state: ParticipantState): ParticipantView {
+/** The record as it stands at `now` (a rotation whose cool-down has passed shows as done). */
+function view(state: ParticipantState, now: string): ParticipantView {
   if (state.status === 'unregistered') throw new AcpError('INTERNAL', 'participant vanished');
-  return { ...state.participant, status: state.status };
+  return { ...settleRotation(state.participant, now), status: state.status };
 }
 
 function object(body: unknown): Body {

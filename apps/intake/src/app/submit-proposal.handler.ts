@@ -11,7 +11,7 @@ import {
   SubmitProposal,
   parseProposeRequest,
 } from '@conclave/acp-protocol';
-import { canonicalJson, ClassificationLevel, grantFor, isClassificationLevel } from '@conclave/registry-protocol';
+import { activeKeys, canonicalJson, ClassificationLevel, grantFor, isClassificationLevel } from '@conclave/registry-protocol';
 import {
   CommandContext,
   decodeBase64,
@@ -134,7 +134,7 @@ export class SubmitProposalHandler {
     if (!bytes) throw new AcpError('SCHEMA_VIOLATION', 'payload_signature must be a base64 Ed25519 signature', 'payload_signature');
     if (!this.context.authRequired) return { signature: value as string, key_id: null };
     const message = new TextEncoder().encode(canonicalJson(payload));
-    const keys = author.state.status === 'active' ? author.state.participant.keys.filter((k) => k.status === 'active') : [];
+    const keys = author.state.status === 'active' ? activeKeys(author.state.participant, this.context.now()) : [];
     const key = keys.find((k) => verifyEd25519(k.public_key, message, bytes));
     if (!key) {
       throw new AcpError(

@@ -10,6 +10,7 @@
 import { AcpError, isWithinDomain } from '@conclave/acp-protocol';
 import { CLASSIFICATION_LEVELS } from './contracts';
 import type { Action, ClassificationLevel, Role } from './contracts';
+import { settleRotation } from './participant.state';
 import type { DomainGrant, ParticipantKey, ParticipantRecord, ParticipantState } from './participant.state';
 
 /** The most specific grant covering `domain`, if any. */
@@ -74,7 +75,10 @@ export function clears(clearance: ClassificationLevel, classification: Classific
   return CLASSIFICATION_LEVELS.indexOf(clearance) >= CLASSIFICATION_LEVELS.indexOf(classification);
 }
 
-/** Keys that authenticate commands now: active ones (retired and revoked keys never do). */
-export function activeKeys(participant: ParticipantRecord): ParticipantKey[] {
-  return participant.keys.filter((k) => k.status === 'active');
+/**
+ * Keys that authenticate commands at `now` (ISO 8601): active ones, once a pending rotation due by
+ * then has taken effect (retired, revoked and still-pending keys never do).
+ */
+export function activeKeys(participant: ParticipantRecord, now: string): ParticipantKey[] {
+  return settleRotation(participant, now).keys.filter((k) => k.status === 'active');
 }

@@ -23,10 +23,21 @@ export interface UpdateParticipant extends CommandMetadata {
   data: { participant_id: string; roles?: Role[]; clearance?: ClassificationLevel; display_name?: string };
 }
 
-/** Adds a new key; every key active until now is retired at once (no overlap, see docs/security.md). */
+/**
+ * Adds a new key. Without `effective_at` every key active until now is retired at once (an
+ * administrator rotating another participant's key). With it the rotation is pending until that
+ * time: the current keys keep working, the new one does not yet, and the rotation can be
+ * cancelled (a participant rotating its own key, which a thief of that key could do too).
+ */
 export interface RotateKey extends CommandMetadata {
   type: typeof REGISTRY_COMMAND_TYPES.RotateKey;
-  data: { participant_id: string; public_key: string };
+  data: { participant_id: string; public_key: string; effective_at?: string };
+}
+
+/** Cancels the pending rotation (its new key never authenticates). */
+export interface CancelKeyRotation extends CommandMetadata {
+  type: typeof REGISTRY_COMMAND_TYPES.CancelKeyRotation;
+  data: { participant_id: string; key_id?: string; reason?: string };
 }
 
 export interface RevokeKey extends CommandMetadata {
@@ -61,6 +72,7 @@ export type RegistryCommand =
   | RegisterParticipant
   | UpdateParticipant
   | RotateKey
+  | CancelKeyRotation
   | RevokeKey
   | GrantDomain
   | RevokeGrant

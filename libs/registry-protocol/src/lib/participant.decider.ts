@@ -17,6 +17,7 @@ import {
 } from './contracts';
 import type { Action, ClassificationLevel, Role } from './contracts';
 import type {
+  CancelKeyRotation,
   DeactivateParticipant,
   GrantDomain,
   RegisterParticipant,
@@ -27,7 +28,8 @@ import type {
   UpdateParticipant,
 } from './participant.commands';
 import type { RegistryEvent } from './participant.events';
-import type { ActiveParticipant, ParticipantState } from './participant.state';
+import { settleRotation } from './participant.state';
+import type { ActiveParticipant, ParticipantRecord, ParticipantState } from './participant.state';
 
 /** Ed25519 raw public keys are 32 bytes: 43 base64url characters without padding. */
 const PUBLIC_KEY = /^[A-Za-z0-9_-]{43}$/;
@@ -98,8 +100,8 @@ function requireActive(state: ParticipantState, participantId: string): ActivePa
   return state;
 }
 
-function nextKeyId(state: ActiveParticipant): string {
-  return `k${state.participant.keys.length + 1}`;
+function nextKeyId(participant: ParticipantRecord): string {
+  return `k${participant.keys.length + 1}`;
 }
 
 export function decideRegisterParticipant(command: RegisterParticipant, state: ParticipantState): RegistryEvent[] {
@@ -133,19 +135,64 @@ export function decideUpdateParticipant(command: UpdateParticipant, state: Parti
   return emit(command, d.participant_id, [{ type: REGISTRY_EVENT_TYPES.ParticipantUpdated, data }]);
 }
 
+/**
+ * A rotation with `effective_at` is pending until then (one at a time: another needs the first
+ * cancelled); one without takes effect at once and supersedes a pending one, which is cancelled.
+ */
 export function decideRotateKey(command: RotateKey, state: ParticipantState): RegistryEvent[] {
   checkMetadata(command);
   const d = command.data;
-  const s = requireActive(state, d.participant_id);
+  const p = settleRotation(requireActive(state, d.participant_id).participant, command.now);
   const publicKey = checkPublicKey(d.public_key);
-  if (s.participant.keys.some((k) => k.public_key === publicKey)) {
+  if (p.keys.some((k) => k.public_key === publicKey)) {
     throw new AcpError('CONFLICT', 'this public key was already used by the participant; generate a new one', 'public_key');
   }
-  const retired = s.participant.keys.filter((k) => k.status === 'active').map((k) => k.key_id);
+  const key = { key_id: nextKeyId(p), public_key: publicKey };
+  const active = p.keys.filter((k) => k.status === 'active').map((k) => k.key_id);
+  if (d.effective_at !== undefined) {
+    if (!isUtcTimestamp(d.effective_at) || Date.parse(d.effective_at) <= Date.parse(command.now)) {
+      throw new AcpError('SCHEMA_VIOLATION', 'effective_at must be an ISO 8601 UTC timestamp after now', 'effective_at');
+    }
+    if (p.pending_rotation) {
+      throw new AcpError(
+        'CONFLICT',
+        `a rotation to ${p.pending_rotation.key_id} is already pending until ${p.pending_rotation.effective_at}; cancel it first`,
+        'participant_id',
+      );
+    }
+    return emit(command, d.participant_id, [
+      {
+        type: REGISTRY_EVENT_TYPES.KeyRotationRequested,
+        data: { participant_id: d.participant_id, key, effective_at: d.effective_at, retires_key_ids: active },
+      },
+    ]);
+  }
+  const superseded: Draft[] = p.pending_rotation
+    ? [
+        {
+          type: REGISTRY_EVENT_TYPES.KeyRotationCancelled,
+          data: { participant_id: d.participant_id, key_id: p.pending_rotation.key_id, reason: 'superseded by an immediate rotation' },
+        },
+      ]
+    : [];
+  return emit(command, d.participant_id, [
+    ...superseded,
+    { type: REGISTRY_EVENT_TYPES.KeyRotated, data: { participant_id: d.participant_id, key, retired_key_ids: active } },
+  ]);
+}
+
+export function decideCancelKeyRotation(command: CancelKeyRotation, state: ParticipantState): RegistryEvent[] {
+  checkMetadata(command);
+  const d = command.data;
+  const pending = settleRotation(requireActive(state, d.participant_id).participant, command.now).pending_rotation;
+  if (!pending) throw new AcpError('CONFLICT', `participant ${d.participant_id} has no pending key rotation`, 'participant_id');
+  if (d.key_id !== undefined && d.key_id !== pending.key_id) {
+    throw new AcpError('SCHEMA_VIOLATION', `the pending rotation is to ${pending.key_id}, not ${d.key_id}`, 'key_id');
+  }
   return emit(command, d.participant_id, [
     {
-      type: REGISTRY_EVENT_TYPES.KeyRotated,
-      data: { participant_id: d.participant_id, key: { key_id: nextKeyId(s), public_key: publicKey }, retired_key_ids: retired },
+      type: REGISTRY_EVENT_TYPES.KeyRotationCancelled,
+      data: { participant_id: d.participant_id, key_id: pending.key_id, reason: d.reason ?? null },
     },
   ]);
 }
@@ -215,6 +262,8 @@ export function decideRegistry(command: RegistryCommand, state: ParticipantState
       return decideUpdateParticipant(command, state);
     case REGISTRY_COMMAND_TYPES.RotateKey:
       return decideRotateKey(command, state);
+    case REGISTRY_COMMAND_TYPES.CancelKeyRotation:
+      return decideCancelKeyRotation(command, state);
     case REGISTRY_COMMAND_TYPES.RevokeKey:
       return decideRevokeKey(command, state);
     case REGISTRY_COMMAND_TYPES.GrantDomain:

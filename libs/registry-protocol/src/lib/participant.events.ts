@@ -28,6 +28,17 @@ export type KeyRotated = RegistryEventEnvelope<
   { participant_id: string; key: { key_id: string; public_key: string }; retired_key_ids: string[] }
 >;
 
+/** A rotation that takes effect at `effective_at` unless cancelled before: then the keys in `retires_key_ids` retire. */
+export type KeyRotationRequested = RegistryEventEnvelope<
+  typeof REGISTRY_EVENT_TYPES.KeyRotationRequested,
+  { participant_id: string; key: { key_id: string; public_key: string }; effective_at: string; retires_key_ids: string[] }
+>;
+
+export type KeyRotationCancelled = RegistryEventEnvelope<
+  typeof REGISTRY_EVENT_TYPES.KeyRotationCancelled,
+  { participant_id: string; key_id: string; reason: string | null }
+>;
+
 export type KeyRevoked = RegistryEventEnvelope<
   typeof REGISTRY_EVENT_TYPES.KeyRevoked,
   { participant_id: string; key_id: string; reason: string | null }
@@ -52,6 +63,8 @@ export type RegistryEvent =
   | ParticipantRegistered
   | ParticipantUpdated
   | KeyRotated
+  | KeyRotationRequested
+  | KeyRotationCancelled
   | KeyRevoked
   | DomainGranted
   | DomainGrantRevoked

@@ -7,7 +7,8 @@ import { REGISTRY_EVENT_TYPES } from './contracts';
 import type { Action, ClassificationLevel, Role } from './contracts';
 import type { RegistryEvent } from './participant.events';
 
-export type KeyStatus = 'active' | 'retired' | 'revoked';
+/** `pending`: added by a rotation that has not taken effect yet (it never authenticates before). */
+export type KeyStatus = 'active' | 'pending' | 'retired' | 'revoked';
 
 export interface ParticipantKey {
   key_id: string;
@@ -17,6 +18,16 @@ export interface ParticipantKey {
   added_at: string;
   /** When it stopped being accepted (rotation or revocation). */
   ended_at: string | null;
+}
+
+/** A participant's own rotation, waiting for its cool-down: cancellable until `effective_at`. */
+export interface PendingRotation {
+  key_id: string;
+  requested_at: string;
+  requested_by: string;
+  effective_at: string;
+  /** The keys active when it was requested: they retire when it takes effect. */
+  retires_key_ids: string[];
 }
 
 export interface DomainGrant {
@@ -37,6 +48,8 @@ export interface ParticipantRecord {
   /** By domain; a grant covers its domain and every subdomain (see grantFor). */
   grants: Record<string, DomainGrant>;
   registered_at: string;
+  /** Present while a rotation waits for its cool-down (see settleRotation). */
+  pending_rotation?: PendingRotation;
 }
 
 export interface UnregisteredParticipant {
@@ -64,6 +77,25 @@ function withRecord(state: ActiveParticipant, record: ParticipantRecord): Active
   return { status: 'active', participant: record };
 }
 
+/**
+ * The record as it stands at `at` (ISO 8601): a pending rotation whose `effective_at` has come
+ * has taken effect, its new key active and the keys it retires retired from `effective_at` on.
+ * Time enters only as this argument: a rotation takes effect without an event of its own, so
+ * every reader of keys (authentication, the registry's own decisions) settles with its `now`.
+ */
+export function settleRotation(record: ParticipantRecord, at: string): ParticipantRecord {
+  const pending = record.pending_rotation;
+  if (!pending || Date.parse(at) < Date.parse(pending.effective_at)) return record;
+  const retires = new Set(pending.retires_key_ids);
+  const keys = record.keys.map((k) => {
+    if (k.key_id === pending.key_id && k.status === 'pending') return { ...k, status: 'active' as const, added_at: pending.effective_at };
+    if (retires.has(k.key_id) && k.status === 'active') return { ...k, status: 'retired' as const, ended_at: pending.effective_at };
+    return k;
+  });
+  const { pending_rotation: _done, ...rest } = record;
+  return { ...rest, keys };
+}
+
 export function evolveParticipant(state: ParticipantState, event: RegistryEvent): ParticipantState {
   if (event.type === REGISTRY_EVENT_TYPES.ParticipantRegistered) {
     if (state.status !== 'unregistered') throw cannotApply(event, state);
@@ -82,7 +114,7 @@ export function evolveParticipant(state: ParticipantState, event: RegistryEvent)
     };
   }
   if (state.status !== 'active') throw cannotApply(event, state);
-  const p = state.participant;
+  const p = settleRotation(state.participant, event.occurred_at);
   switch (event.type) {
     case REGISTRY_EVENT_TYPES.ParticipantUpdated: {
       const d = event.data;
@@ -99,12 +131,22 @@ export function evolveParticipant(state: ParticipantState, event: RegistryEvent)
       keys.push({ ...event.data.key, status: 'active', added_at: event.occurred_at, ended_at: null });
       return withRecord(state, { ...p, keys });
     }
-    case REGISTRY_EVENT_TYPES.KeyRevoked: {
-      const keys = p.keys.map((k) =>
-        k.key_id === event.data.key_id ? { ...k, status: 'revoked' as const, ended_at: event.occurred_at } : k,
-      );
-      return withRecord(state, { ...p, keys });
+    case REGISTRY_EVENT_TYPES.KeyRotationRequested: {
+      const d = event.data;
+      const pending: PendingRotation = {
+        key_id: d.key.key_id,
+        requested_at: event.occurred_at,
+        requested_by: event.actor,
+        effective_at: d.effective_at,
+        retires_key_ids: [...d.retires_key_ids],
+      };
+      const key: ParticipantKey = { ...d.key, status: 'pending', added_at: event.occurred_at, ended_at: null };
+      return withRecord(state, { ...p, keys: [...p.keys, key], pending_rotation: pending });
     }
+    case REGISTRY_EVENT_TYPES.KeyRotationCancelled:
+      return withRecord(state, endKey(p, event.data.key_id, event.occurred_at));
+    case REGISTRY_EVENT_TYPES.KeyRevoked:
+      return withRecord(state, endKey(p, event.data.key_id, event.occurred_at));
     case REGISTRY_EVENT_TYPES.DomainGranted: {
       const d = event.data;
       const grant: DomainGrant = {
@@ -128,6 +170,14 @@ export function evolveParticipant(state: ParticipantState, event: RegistryEvent)
       return _exhaustive;
     }
   }
+}
+
+/** The key revoked (or its pending rotation cancelled): it never authenticates again. */
+function endKey(p: ParticipantRecord, keyId: string, at: string): ParticipantRecord {
+  const keys = p.keys.map((k) => (k.key_id === keyId ? { ...k, status: 'revoked' as const, ended_at: at } : k));
+  if (p.pending_rotation?.key_id !== keyId) return { ...p, keys };
+  const { pending_rotation: _cancelled, ...rest } = p;
+  return { ...rest, keys };
 }
 
 export function foldParticipant(events: readonly RegistryEvent[]): ParticipantState {

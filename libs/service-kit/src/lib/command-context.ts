@@ -8,6 +8,7 @@ import {
   ParticipantKey,
   Role,
   activeKeys,
+  settleRotation,
   authorize,
   checkFreshness,
   clears,
@@ -125,12 +126,15 @@ export class CommandContext {
     if (state.status === 'deactivated') throw unauthenticated(`participant ${participant} is deactivated`);
     const message = signingInput({ subject: request.getSubject(), timestamp, nonce, participant_id: participant }, request.getRawBody());
     const keyId = get(AUTH_HEADERS.keyId);
-    const candidates = keyId ? state.participant.keys.filter((k) => k.key_id === keyId) : state.participant.keys;
+    // Keys as they stand now: a pending rotation whose cool-down has passed has taken effect.
+    const keys = settleRotation(state.participant, this.now()).keys;
+    const candidates = keyId ? keys.filter((k) => k.key_id === keyId) : keys;
     if (keyId && candidates.length === 0) throw unauthenticated(`participant ${participant} has no key ${keyId}`);
     const signer = candidates.find((k) => verifyEd25519(k.public_key, message, signature));
     if (!signer) throw unauthenticated(`signature does not verify with ${keyId ? `key ${keyId}` : 'any key'} of ${participant}`);
-    if (signer.status !== 'active') throw unauthenticated(endedKey(participant, signer));
-    if (!activeKeys(state.participant).some((k) => k.key_id === signer.key_id)) throw unauthenticated(endedKey(participant, signer));
+    if (signer.status !== 'active') throw unauthenticated(endedKey(participant, signer, state.participant.pending_rotation?.effective_at));
+    if (!activeKeys(state.participant, this.now()).some((k) => k.key_id === signer.key_id))
+      throw unauthenticated(endedKey(participant, signer));
     // Last, so that only a valid signature can spend a nonce.
     const nonceKey = `${participantStream(participant).slice('participant-'.length)}.${nonce}`;
     if (!(await this.nonces.claim(nonceKey))) throw unauthenticated(`replayed request: nonce ${nonce} was already used by ${participant}`);
@@ -157,7 +161,7 @@ export class CommandContext {
     const skewSeconds = Math.ceil(this.settings.authSkewMs / 1000);
     let verified: { payload: JWTPayload; keyId: string } | undefined;
     let why = 'no active key';
-    for (const key of activeKeys(state.participant)) {
+    for (const key of activeKeys(state.participant, this.now())) {
       try {
         const { payload } = await jwtVerify(token, ed25519PublicKey(key.public_key), {
           algorithms: ['EdDSA'],
@@ -237,6 +241,7 @@ function unauthenticated(message: string): AcpError {
   return new AcpError('UNAUTHENTICATED', message);
 }
 
-function endedKey(participant: string, key: ParticipantKey): string {
+function endedKey(participant: string, key: ParticipantKey, effectiveAt?: string): string {
+  if (key.status === 'pending') return `key ${key.key_id} of ${participant} is pending a rotation that takes effect at ${effectiveAt}`;
   return `key ${key.key_id} of ${participant} was ${key.status === 'revoked' ? 'revoked' : 'rotated out'} at ${key.ended_at}`;
 }
