@@ -116,7 +116,7 @@ export const TOOL_INPUT_SCHEMAS = {
     {
       task_id: { type: 'string', minLength: 1, description: 'the task_id of the task being answered' },
       artifact: {
-        type: 'object',
+        type: ['object', 'array'],
         description:
           "the stage's artifact (CandidateArtifact, reviews, RevisionArtifact...; each stage's JSON Schema is served on council.v1.schemas)",
       },
