@@ -6,3 +6,11 @@ export type { PlainJsonNatsServerOptions } from './lib/plain-json-nats.server';
 export { PassThroughRpcExceptionFilter } from './lib/rpc-exception.filter';
 export { checkTextLengths, jsonBytes, REPLY_ENVELOPE_BYTES, takeWithinBytes, TEXT_LIMITS } from './lib/reply-budget';
 export { inboxOf } from './lib/inbox';
+export {
+  councilTaskStreamConfig,
+  ensureCouncilTaskStream,
+  ensureMemberTaskConsumer,
+  memberTaskConsumerConfig,
+  memberTaskConsumerName,
+  MEMBER_TASK_ACK_WAIT_MS,
+} from './lib/council-tasks';

@@ -33,6 +33,8 @@ export const COUNCIL_COMMANDS = {
   estimates: 'v1.capability.estimates',
   calibration: 'v1.capability.calibration',
   concentration: 'v1.capability.concentration',
+  /** The member API's JSON Schemas (tasks, answers, verdicts, cancel notices). */
+  schemas: 'v1.schemas',
 } as const;
 
 /** Queue groups: every replica of a service shares one, so each command is served once. */
@@ -72,7 +74,13 @@ export interface CouncilSubjects {
   start: string;
   get: string;
   outcome: string;
+  schemas: string;
+  /** A member's durable task queue (JetStream): its tasks and cancel notices. */
   task(memberId: string): string;
+  allTasks: string;
+  /** Where a member answers a task (a request; the reply is the controller's verdict). */
+  answer(memberId: string): string;
+  allAnswers: string;
   decisions: string;
   /** council:L5: every recorded outcome, from the log (stream COUNCIL_OUTCOMES). */
   outcomes: string;
@@ -84,7 +92,11 @@ export function councilSubjects(prefix: string = DEFAULT_COUNCIL_PREFIX): Counci
     start: `${prefix}.${COUNCIL_COMMANDS.start}`,
     get: `${prefix}.${COUNCIL_COMMANDS.get}`,
     outcome: `${prefix}.${COUNCIL_COMMANDS.outcome}`,
+    schemas: `${prefix}.${COUNCIL_COMMANDS.schemas}`,
     task: (memberId) => `${prefix}.v1.tasks.${memberId}`,
+    allTasks: `${prefix}.v1.tasks.*`,
+    answer: (memberId) => `${prefix}.v1.answers.${memberId}`,
+    allAnswers: `${prefix}.v1.answers.*`,
     decisions: `${prefix}.v1.decisions`,
     outcomes: `${prefix}.v1.outcomes`,
   };
@@ -100,6 +112,8 @@ export interface AcpStreamNames {
   escalations: string;
   councilDecisions: string;
   councilOutcomes: string;
+  /** Council member task queues (work-queue retention, one durable consumer per member). */
+  councilTasks: string;
 }
 
 export function acpStreamNames(suffix = ''): AcpStreamNames {
@@ -110,5 +124,6 @@ export function acpStreamNames(suffix = ''): AcpStreamNames {
     escalations: `ACP_ESCALATIONS${s}`,
     councilDecisions: `COUNCIL_DECISIONS${s}`,
     councilOutcomes: `COUNCIL_OUTCOMES${s}`,
+    councilTasks: `COUNCIL_TASKS${s}`,
   };
 }
