@@ -1,0 +1,226 @@
+import { CapabilityRunInput, RunRecord, StructuredOutcome, projectCapabilities, scopeKey } from '@conclave/council-protocol';
+import { acpStreamNames } from '@conclave/messaging';
+import { MemberDescriptor } from '@conclave/council-protocol';
+import { scriptedDescriptor, scriptedGoalContract } from '@conclave/sdk';
+import { CouncilHarness } from '../support/council-harness';
+import { eventually } from '../support/conclave-harness';
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * council:L5 end to end: councils over two domains on apps/council, structured outcomes recorded
+ * by the decision owner and an evaluator, and the evaluation reactor's capability estimates,
+ * calibration and chair choice changing as spec 15.3, 15.4 and 16 say; a rebuild from the log and
+ * the pure projection of the RunRecords reproduce the estimates exactly.
+ */
+describe('council:L5 outcomes and calibration end to end (apps/council over NATS)', () => {
+  const c = new CouncilHarness();
+  const owner = 'human-owner';
+  const evaluator = 'evaluator-qa';
+  const chairs = { a: 'l5-chair-a', b: 'l5-chair-b' };
+  const proposers = ['l5-builder', 'l5-skeptic', 'l5-operator'];
+
+  /** Chairs of two model families, so that their synthesizer estimates are separate scopes (15.3). */
+  const panel: MemberDescriptor[] = [
+    // Proposers of distinct families too: each has its own proposer estimate.
+    ...proposers.map((id) => ({ ...scriptedDescriptor(id, id.slice(3)), model_family: `family-${id}`, model_version: 'v1' })),
+    { ...scriptedDescriptor(chairs.a, 'chair', ['chair']), model_family: 'family-a', model_version: 'v1' },
+    { ...scriptedDescriptor(chairs.b, 'chair', ['chair']), model_family: 'family-b', model_version: 'v1' },
+  ];
+  const policy = {
+    level: 'council:L5',
+    stage_timeout_ms: 5_000,
+    aggregation: 'schulze',
+    chair_selection: 'scoped-capability',
+    evaluators: [evaluator],
+  };
+
+  beforeAll(async () => {
+    await c.start();
+    // Clean reviews: no issue, so each run decides after one round.
+    c.join(Object.fromEntries([...proposers, chairs.a, chairs.b].map((id) => [id, { score: () => 3 }])));
+  });
+  afterAll(async () => {
+    const jsm = await c.h.nc.jetstreamManager();
+    await jsm.streams.delete(acpStreamNames(c.h.run).councilOutcomes).catch(() => undefined);
+    await c.stop();
+  });
+
+  async function request<T>(command: string, body: unknown): Promise<T> {
+    const msg = await c.h.nc.request(`${c.prefix}.v1.${command}`, encoder.encode(JSON.stringify(body)), { timeout: 10_000 });
+    return JSON.parse(decoder.decode(msg.data)) as T;
+  }
+
+  async function council(domain: string, id: string): Promise<RunRecord> {
+    const runId = await c.client.start({
+      goal_contract: scriptedGoalContract({ goal_contract_id: `gc-${id}`, domain }),
+      panel,
+      policy,
+      run_id: id,
+    });
+    const d = await c.decisions.waitFor(runId);
+    expect(d.terminal_state).toMatch(/^decided/);
+    return c.client.get(runId, owner);
+  }
+
+  const chairOf = (r: RunRecord) => r.tasks.find((t) => t.stage === 'synthesis')?.member_id;
+
+  function outcome(r: RunRecord, verdict: 'success' | 'failure', extra: Record<string, unknown> = {}) {
+    const d = r.decision_record as NonNullable<RunRecord['decision_record']>;
+    return {
+      outcome_id: `out-${r.run_id}`,
+      decision_id: d.decision_id,
+      observed_at: '2026-11-30T12:00:00.000Z',
+      source_kind: 'test-result',
+      verdict,
+      actions: [{ action: d.actions[0], status: 'done' }],
+      summary: `${verdict} after rollout`,
+      evidence_refs: [`ci-${r.run_id}`],
+      ...extra,
+    };
+  }
+
+  type Estimates = { ok: true; estimates: ({ estimate: number; observations: number; lower: number } & Record<string, unknown>)[] };
+  const estimates = (body: Record<string, unknown> = {}) => request<Estimates>('capability.estimates', body);
+  const synth = (e: Estimates, family: string, domain: string) =>
+    e.estimates.find((x) => x['model_family'] === family && x['role'] === 'synthesizer' && x['domain'] === domain);
+
+  it('outcomes move the estimates, outweigh peer preference, change the chair, calibrate, and a rebuild reproduces them', async () => {
+    // Given no history, both chairs sit at the prior in payments; the seed picks one.
+    const r1 = await council('payments', 'l5_pay_1');
+    const first = chairOf(r1) as string;
+    expect(r1.chair_selection).toMatchObject({ policy: 'scoped-capability', chair: first });
+    expect(r1.domain).toBe('payments');
+    const other = first === chairs.a ? chairs.b : chairs.a;
+    const familyOf = (id: string) => (id === chairs.a ? 'family-a' : 'family-b');
+
+    // Peer preference alone lifts the chosen proposer above the prior (1.25 / 2.25).
+    const chosen = r1.lineage.find((l) => l.versions.includes((r1.decision_record as { selected_path: string }).selected_path));
+    expect(chosen).toBeDefined();
+    const proposerOf = (e: Estimates) =>
+      e.estimates.find(
+        (x) => x['role'] === 'proposer' && x['domain'] === 'payments' && x['model_family'] === `family-${chosen?.author_member_id}`,
+      );
+    const before = await eventually(
+      async () => {
+        const e = await estimates();
+        return proposerOf(e) ? e : undefined;
+      },
+      10_000,
+      'the first run in the estimates',
+    );
+    expect(proposerOf(before)?.estimate).toBeCloseTo(1.25 / 2.25, 12);
+
+    // When a stranger records an outcome, it is refused; the owner's failure is stored.
+    const refused = await request<{ ok: false; error: { code: string } }>('outcome.record', {
+      run_id: r1.run_id,
+      outcome: outcome(r1, 'failure'),
+      actor: 'mallory',
+    });
+    expect(refused).toMatchObject({ ok: false, error: { code: 'NOT_AUTHORIZED_ROLE' } });
+    expect(await request('outcome.record', { run_id: r1.run_id, outcome: outcome(r1, 'failure'), actor: owner })).toMatchObject({
+      ok: true,
+      outcome_id: `out-${r1.run_id}`,
+    });
+    const after1 = await eventually(
+      async () => {
+        const e = await estimates();
+        return synth(e, familyOf(first), 'payments')?.evidence &&
+          (synth(e, familyOf(first), 'payments') as { evidence: { outcome: { count: number } } }).evidence.outcome.count === 1
+          ? e
+          : undefined;
+      },
+      10_000,
+      'the failure in the estimates',
+    );
+    // Then the chair that failed falls below the prior (Beta(1, 2): 1/3) ...
+    expect(synth(after1, familyOf(first), 'payments')?.estimate).toBeCloseTo(1 / 3, 12);
+    // ... and the chosen proposer's failed outcome (weight 1) outweighs its peer preference (0.25): 1.25 / 3.25.
+    expect(proposerOf(after1)?.estimate).toBeCloseTo(1.25 / 3.25, 12);
+
+    // When the next payments council starts, the other chair is chosen (higher lower bound).
+    const r2 = await council('payments', 'l5_pay_2');
+    expect(chairOf(r2)).toBe(other);
+    expect(r2.chair_selection?.chair).toBe(other);
+    expect(r2.chair_selection?.reason).toContain('payments');
+
+    // A search council is scoped apart: the payments failure does not touch search (15.3).
+    const r3 = await council('search', 'l5_search_1');
+    expect(synth(await estimates({ domain: 'search' }), familyOf(first), 'search')).toBeUndefined();
+    expect(r3.chair_selection?.scores.every((s) => s.observations === 0)).toBe(true);
+
+    // An evaluator records success on the second payments decision.
+    expect(await request('outcome.record', { run_id: r2.run_id, outcome: outcome(r2, 'success'), actor: evaluator })).toMatchObject({
+      ok: true,
+    });
+    const after2 = await eventually(
+      async () => {
+        const e = await estimates();
+        return synth(e, familyOf(other), 'payments')?.observations === 1 ? e : undefined;
+      },
+      10_000,
+      'the success in the estimates',
+    );
+    expect(synth(after2, familyOf(other), 'payments')?.estimate).toBeCloseTo(2 / 3, 12);
+
+    // Calibration: the chairs' DecisionRecord confidence (medium = 0.5) scored against the verdicts.
+    const cal = await request<{
+      ok: true;
+      calibration: { member_id: string; role: string; domain: string; brier: number; count: number }[];
+    }>('capability.calibration', { domain: 'payments' });
+    const chairCal = cal.calibration.filter((s) => s.role === 'synthesizer');
+    expect(chairCal.map((s) => [s.member_id, s.count, s.brier]).sort()).toEqual([
+      [chairs.a, 1, 0.25],
+      [chairs.b, 1, 0.25],
+    ]);
+
+    // Rebuild from the log: the same estimates, exactly; and the pure projection of the RunRecords agrees.
+    const live = await estimates();
+    const rebuilt = await estimates({ rebuild: true });
+    expect(rebuilt.estimates).toEqual(live.estimates);
+    const records = await Promise.all([r1, r2, r3].map((r) => c.client.get(r.run_id, owner)));
+    const pure = projectCapabilities(
+      records.map(
+        (record): CapabilityRunInput => ({
+          record,
+          domain: record.domain as string,
+          outcomes: record.outcomes.map((o) => o.structured).filter((o): o is StructuredOutcome => o !== undefined),
+        }),
+      ),
+    );
+    for (const e of live.estimates) expect(pure.estimates[scopeKey(e as never)]).toEqual(e);
+    expect(Object.keys(pure.estimates)).toHaveLength(live.estimates.length);
+
+    // Both outcomes are on the outcomes stream, structured.
+    const consumer = await c.h.nc.jetstream().consumers.get(acpStreamNames(c.h.run).councilOutcomes);
+    const seen: { run_id: string; structured: { verdict: string; recorder_role: string } }[] = [];
+    const messages = await consumer.fetch({ max_messages: 10, expires: 2_000 });
+    for await (const m of messages) seen.push(m.json());
+    expect(seen.map((m) => [m.run_id, m.structured.verdict, m.structured.recorder_role])).toEqual([
+      [r1.run_id, 'failure', 'decision-owner'],
+      [r2.run_id, 'success', 'evaluator'],
+    ]);
+  });
+
+  it('an outcome naming someone else as recorder, or a known verdict without evidence, is refused with its field', async () => {
+    const r = await council('ledger', 'l5_ledger_1');
+    const forged = await request('outcome.record', {
+      run_id: r.run_id,
+      outcome: outcome(r, 'success', { recorded_by: evaluator }),
+      actor: owner,
+    });
+    expect(forged).toMatchObject({ ok: false, error: { code: 'NOT_AUTHORIZED_ROLE', field: 'outcome.recorded_by' } });
+    const bare = await request('outcome.record', { run_id: r.run_id, outcome: outcome(r, 'success', { evidence_refs: [] }), actor: owner });
+    expect(bare).toMatchObject({ ok: false, error: { code: 'SCHEMA_VIOLATION', field: 'outcome.evidence_refs' } });
+    // The explicit unknown needs no evidence and scores nothing.
+    const unknown = await request('outcome.record', {
+      run_id: r.run_id,
+      outcome: outcome(r, 'failure', { verdict: 'unknown', source_kind: 'unknown', evidence_refs: [] }),
+      actor: owner,
+    });
+    expect(unknown).toMatchObject({ ok: true });
+    const cal = await request<{ calibration: { domain: string }[] }>('capability.calibration', { domain: 'ledger' });
+    expect(cal.calibration).toEqual([]);
+  });
+});
