@@ -1,0 +1,171 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConclaveHarness, eventually, ServiceName } from '../support/conclave-harness';
+import { DecisionCollector } from '../support/decisions';
+
+const prometheusInstalled = spawnSync('prometheus', ['--version']).status === 0;
+const d = prometheusInstalled ? describe : describe.skip;
+const title = `prometheus: a real server scrapes every service${prometheusInstalled ? '' : ' (skipped: the prometheus binary is not installed)'}`;
+
+const ALERTS = join(__dirname, '..', '..', 'deploy', 'observability', 'alerts.yml');
+
+/** A port nothing listens on now (the kernel's pick, released at once). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+interface VectorSample {
+  metric: Record<string, string>;
+  value: [number, string];
+}
+
+/**
+ * Debian's `prometheus`, on a loopback port with a generated configuration, scrapes the
+ * /metrics of every service of an in-process deployment and loads the repository's alert rules.
+ * Asked through its HTTP API, as a dashboard or an SRE would: every target is up, the decisions
+ * the test caused are counted by outcome, and every alert rule is loaded and healthy.
+ */
+d(title, () => {
+  const h = new ConclaveHarness();
+  const services: ServiceName[] = ['intake', 'resolver', 'sweeper', 'escalation', 'council', 'audit'];
+  const dir = mkdtempSync(join(tmpdir(), 'conclave-prometheus-'));
+  let prometheus: ChildProcess | undefined;
+  let api = '';
+  const output: string[] = [];
+
+  const query = async (promql: string): Promise<VectorSample[]> => {
+    const res = await fetch(`${api}/api/v1/query?query=${encodeURIComponent(promql)}`);
+    const body = (await res.json()) as { status: string; data: { resultType: string; result: VectorSample[] } };
+    expect(body.status).toBe('success');
+    return body.data.result;
+  };
+
+  beforeAll(async () => {
+    await h.start(...services);
+    const targets: { service: ServiceName; address: string }[] = [];
+    for (const i of h.instances) targets.push({ service: i.name, address: new URL(await i.app.getUrl()).host });
+    const config = {
+      global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
+      rule_files: [ALERTS],
+      scrape_configs: [
+        {
+          job_name: 'conclave',
+          metrics_path: '/metrics',
+          static_configs: targets.map((t) => ({ targets: [t.address], labels: { target: t.service } })),
+        },
+      ],
+    };
+    // JSON is YAML: no YAML writer needed.
+    writeFileSync(join(dir, 'prometheus.yml'), JSON.stringify(config, null, 2));
+    const port = await freePort();
+    api = `http://127.0.0.1:${port}`;
+    prometheus = spawn(
+      'prometheus',
+      [
+        `--config.file=${join(dir, 'prometheus.yml')}`,
+        `--storage.tsdb.path=${join(dir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+        '--web.enable-lifecycle',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    prometheus.stdout?.on('data', (b: Buffer) => output.push(b.toString()));
+    prometheus.stderr?.on('data', (b: Buffer) => output.push(b.toString()));
+    await eventually(
+      async () => {
+        if (prometheus?.exitCode !== null) throw new Error(`prometheus exited: ${output.join('').slice(-2_000)}`);
+        return (await fetch(`${api}/-/ready`).catch(() => undefined))?.ok ? true : undefined;
+      },
+      30_000,
+      'prometheus to be ready',
+    );
+  }, 90_000);
+
+  afterAll(async () => {
+    if (prometheus && prometheus.exitCode === null) {
+      const exited = new Promise((r) => prometheus?.once('exit', r));
+      prometheus.kill('SIGTERM');
+      await exited;
+    }
+    await h.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('given every service running, when prometheus scrapes them, `up` is 1 for each target', async () => {
+    const up = await eventually(
+      async () => {
+        const samples = await query('up{job="conclave"}');
+        return samples.length === services.length && samples.every((s) => s.value[1] === '1') ? samples : undefined;
+      },
+      20_000,
+      'every target up',
+    );
+    expect(up.map((s) => s.metric['target']).sort()).toEqual([...services].sort());
+  });
+
+  it('given two approvals and a rejection by quorum, the decision counters read 2 and 1 through the query API', async () => {
+    const decisions = new DecisionCollector(h.client, { domain: 'prom.>' });
+    const now = () => new Date().toISOString();
+    const vote = { domain_authority: 0.9, confidence: 0.9, trust_score: 0.9 };
+    const ids: string[] = [];
+    for (const [domain, respond] of [
+      ['prom.a', 'endorse'],
+      ['prom.b', 'endorse'],
+      ['prom.c', 'challenge'],
+    ] as const) {
+      const p = await h.client.propose({ domain, author: 'agent-prom', payload: { n: ids.length }, quorum: 1, created_at: now() });
+      await h.client[respond](p.proposal_id, { participant_id: 'agent-voter', ...vote });
+      ids.push(p.proposal_id);
+    }
+    for (const id of ids) await decisions.waitFor(id);
+
+    const byOutcome = await eventually(
+      async () => {
+        const samples = await query('sum by (outcome, trigger) (conclave_acp_decisions_total)');
+        const read = Object.fromEntries(samples.map((s) => [`${s.metric['outcome']}/${s.metric['trigger']}`, s.value[1]]));
+        return read['approved/quorum'] === '2' && read['rejected/quorum'] === '1' ? read : undefined;
+      },
+      20_000,
+      'the decision counters scraped',
+    );
+    expect(byOutcome).toEqual({ 'approved/quorum': '2', 'rejected/quorum': '1' });
+    // The quorum-to-decision histogram observed the same three, in the resolver.
+    const observed = await eventually(
+      async () => {
+        const [s] = await query('sum(conclave_acp_quorum_to_decision_seconds_count{service="resolver"})');
+        return s?.value[1] === '3' ? s : undefined;
+      },
+      20_000,
+      'the quorum-to-decision histogram scraped',
+    );
+    expect(observed.value[1]).toBe('3');
+  });
+
+  it("loads the repository's alert rules: every alert of alerts.yml, healthy", async () => {
+    const expected = [...readFileSync(ALERTS, 'utf8').matchAll(/^\s*- alert: (\S+)\s*$/gm)].map((m) => m[1]);
+    expect(expected.length).toBeGreaterThan(0);
+    const rules = await eventually(
+      async () => {
+        const res = await fetch(`${api}/api/v1/rules?type=alert`);
+        const body = (await res.json()) as { data: { groups: { file: string; rules: { name: string; health: string }[] }[] } };
+        const loaded = body.data.groups.flatMap((g) => g.rules);
+        // Healthy once each rule was evaluated at least once ('unknown' before that).
+        return loaded.length === expected.length && loaded.every((r) => r.health === 'ok') ? body.data.groups : undefined;
+      },
+      20_000,
+      'the alert rules loaded and evaluated',
+    );
+    expect(rules.flatMap((g) => g.rules.map((r) => r.name)).sort()).toEqual([...expected].sort());
+    expect(rules.every((g) => g.file === ALERTS)).toBe(true);
+  });
+});
