@@ -194,3 +194,33 @@ export type { ResolverReaction } from './lib/proposal.workflows';
 // Appendix B JSON Schemas as values
 export { WIRE_SCHEMAS } from './lib/wire-schemas';
 export type { JsonSchema } from './lib/wire-schemas';
+
+// custom policies per domain (spec 18.1, 18.2): the declarative, versioned policy document
+export {
+  DEFAULT_MAX_WEIGHTED_THRESHOLD,
+  DOMAIN_POLICY_EVENT_TYPE,
+  DOMAIN_POLICY_SCHEMA_VERSION,
+  DOMAIN_POLICY_STREAM_CATEGORY,
+  checkNextVersion,
+  customPolicyMet,
+  customPolicyOf,
+  decideSetDomainPolicy,
+  domainPolicyRef,
+  domainPolicyStream,
+  evolveDomainPolicy,
+  governingDomains,
+  maxWeightedThreshold,
+  parseDomainPolicy,
+  policyFor,
+  policyWeight,
+} from './lib/domain-policy';
+export type {
+  CustomQuorumPolicySpec,
+  DomainPolicyDocument,
+  DomainPolicyRef,
+  DomainPolicySet,
+  DomainPolicyState,
+  SetDomainPolicy,
+  WeightFunctionSpec,
+} from './lib/domain-policy';
+export { declarativeQuorumPolicy, effectiveQuorumPolicy } from './lib/quorum-policies';

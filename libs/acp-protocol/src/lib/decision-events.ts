@@ -8,6 +8,7 @@
 import { DECISION_EVENT_TYPE, WIRE_SCHEMA_VERSION } from './contracts';
 import { canonicalJson } from './canonical-json';
 import { AcpError } from './errors';
+import { domainPolicyRef } from './domain-policy';
 import { ProposalEvent, TerminalProposalEvent, isTerminalEvent } from './proposal.events';
 import type { ProposalDetails, ProposalState } from './proposal.state';
 import type { DecisionEvent } from './wire-format';
@@ -67,5 +68,6 @@ function buildDecisionEvent(event: TerminalProposalEvent, p: ProposalDetails, op
   if (r.sign_offs) decision.sign_offs = r.sign_offs.map((s) => ({ ...s }));
   if (r.vetoed) decision.vetoed = true;
   if (r.ladder_default) decision.ladder_default = true;
+  if (p.policy) decision.policy = domainPolicyRef(p.policy);
   return decision;
 }

@@ -5,6 +5,7 @@ import type { EligibleParticipantsSource, SecurityLabel } from './proposal.detai
  * authenticated `actor`. The decider never reads a clock or generates an id.
  */
 import { PROPOSAL_COMMAND_TYPES } from './contracts';
+import type { DomainPolicyDocument } from './domain-policy';
 import type { EntryType, HumanOutcome, ResponseType } from './contracts';
 import type { ChildOutcome, JsonObject, QuorumPolicySpec } from './wire-format';
 import type { EscalationRouting } from './escalation-ladder';
@@ -43,6 +44,8 @@ export interface SubmitProposal extends CommandMetadata {
     payload_hash?: string;
     /** The edge's security label (14.3, 14.5): carried as it is, never interpreted here. */
     security_label?: SecurityLabel | null;
+    /** The domain's policy document in force, looked up by the edge (18.1/18.2). */
+    policy?: DomainPolicyDocument;
   };
 }
 

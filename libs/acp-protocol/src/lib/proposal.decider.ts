@@ -25,7 +25,8 @@ import { expirationOutcome, isExpired } from './timeout-and-expiration';
 import { instantOf, isUtcTimestamp } from './timestamps';
 import { assertUlid } from './ids';
 import { isSameResponse, isSameSubmission } from './idempotent-retry';
-import { clampFactor, computeWeight, determineOutcome, reportedVotes } from './weighted-voting';
+import { clampFactor, determineOutcome, reportedVotes } from './weighted-voting';
+import { policyWeight } from './domain-policy';
 import type { EscalationMetadata } from './wire-format';
 import {
   DEFAULT_DECIDER_CONFIG,
@@ -129,6 +130,7 @@ export function decideSubmitProposal(command: SubmitProposal, state: ProposalSta
     ...(causedBy.length > 0 ? { caused_by: [...causedBy] } : {}),
     payload_hash: d.payload_hash ?? null,
     security_label: d.security_label ? { ...d.security_label } : null,
+    ...(d.policy ? { policy: d.policy } : {}),
   };
   if (dependsOn.length === 0) quorumPolicyFor(details, config.quorumPolicies).validate?.(details);
 
@@ -215,7 +217,7 @@ export function decideRecordResponse(command: RecordResponse, state: ProposalSta
     domain_authority: clampFactor(d.domain_authority),
     trust_score: clampFactor(d.trust_score),
   };
-  const { weight } = computeWeight(factors);
+  const { weight } = policyWeight(p.proposal.policy?.weight_function, factors);
   return emit(command, d.proposal_id, [
     {
       type: PROPOSAL_EVENT_TYPES.ResponseRecorded,

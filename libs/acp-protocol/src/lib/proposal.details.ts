@@ -5,6 +5,7 @@
  */
 import type { WIRE_SCHEMA_VERSION } from './contracts';
 import type { EntryType } from './contracts';
+import type { DomainPolicyDocument } from './domain-policy';
 import type { JsonObject, QuorumPolicySpec } from './wire-format';
 
 export interface ProposalDetails {
@@ -38,6 +39,11 @@ export interface ProposalDetails {
    * of its own.
    */
   security_label?: SecurityLabel | null;
+  /**
+   * 18.1/18.2: the domain's policy document in force at submission, stamped by the edge. Absent:
+   * no document governs the domain (built-in policies, 6.1 weights).
+   */
+  policy?: DomainPolicyDocument;
 }
 
 export type EligibleParticipantsSource = 'request' | 'registry';

@@ -38,6 +38,7 @@ export function projectProposal(state: ProposalState): Proposal {
   if (p.payload_hash !== null) proposal.payload_hash = p.payload_hash;
   if (p.caused_by && p.caused_by.length > 0) proposal.caused_by = [...p.caused_by];
   if (p.eligible_participants !== null) proposal.eligible_participants = [...p.eligible_participants];
+  if (p.policy) proposal.policy = p.policy;
   return proposal;
 }
 

@@ -8,7 +8,8 @@ import { AcpError } from './errors';
 import type { ExactDecimal } from './exact-decimal';
 import type { ProposalEvent } from './proposal.events';
 import type { ProposalDetails } from './proposal.details';
-import { EMPTY_TALLY, VoteTally, addVote, computeWeight } from './weighted-voting';
+import { EMPTY_TALLY, VoteTally, addVote } from './weighted-voting';
+import { policyWeight } from './domain-policy';
 import type { ChildOutcome, EscalationMetadata, Resolution, Response } from './wire-format';
 import type { EscalationRouting } from './escalation-ladder';
 import type { HumanSignOff } from './human-sign-off';
@@ -112,7 +113,7 @@ export function evolveProposal(state: ProposalState, event: ProposalEvent): Prop
     case PROPOSAL_EVENT_TYPES.ResponseRecorded: {
       const s = pendingOf(state, event);
       const r = event.data.response;
-      const exactWeight = computeWeight(r).exact;
+      const exactWeight = policyWeight(s.proposal.policy?.weight_function, r).exact;
       return {
         ...s,
         responses: [...s.responses, { response: r, exactWeight }],

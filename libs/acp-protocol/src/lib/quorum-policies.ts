@@ -6,6 +6,16 @@ import { AcpError } from './errors';
 import { compare, decimalFromNumber } from './exact-decimal';
 import type { PendingProposal, ProposalDetails } from './proposal.state';
 import { totalWeight } from './weighted-voting';
+import { customPolicyMet, customPolicyOf, CustomQuorumPolicySpec, maxWeightedThreshold } from './domain-policy';
+import type { QuorumPolicySpec } from './wire-format';
+
+/**
+ * The quorum policy a proposal is decided by: the one it names, else its domain's default
+ * (18.1 policy document), else count (7.1).
+ */
+export function effectiveQuorumPolicy(proposal: ProposalDetails): QuorumPolicySpec | null {
+  return proposal.quorum_policy ?? proposal.policy?.default_quorum_policy ?? null;
+}
 
 /**
  * 18.1 `is_met(proposal) -> bool`. Implementations must be pure and deterministic: the decider
@@ -30,7 +40,7 @@ export const countQuorumPolicy: QuorumPolicy = {
 export const weightedQuorumPolicy: QuorumPolicy = {
   kind: 'weighted',
   validate(proposal) {
-    const t = proposal.quorum_policy?.threshold;
+    const t = effectiveQuorumPolicy(proposal)?.threshold;
     if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0) {
       throw new AcpError(
         'SCHEMA_VIOLATION',
@@ -38,8 +48,17 @@ export const weightedQuorumPolicy: QuorumPolicy = {
         'quorum_policy.threshold',
       );
     }
+    // A threshold no panel can reach leaves the proposal to time out: refused instead.
+    const bound = maxWeightedThreshold(proposal.policy);
+    if (t > bound) {
+      throw new AcpError(
+        'SCHEMA_VIOLATION',
+        `quorum_policy.threshold ${t} is above the upper bound on weighted thresholds in ${proposal.domain} (${bound})`,
+        'quorum_policy.threshold',
+      );
+    }
   },
-  isMet: (p) => compare(totalWeight(p.tally), decimalFromNumber(p.proposal.quorum_policy?.threshold ?? 0)) >= 0,
+  isMet: (p) => compare(totalWeight(p.tally), decimalFromNumber(effectiveQuorumPolicy(p.proposal)?.threshold ?? 0)) >= 0,
 };
 
 /** The participants who must respond: the eligible set, minus the author (who may not respond, 5.3). */
@@ -84,14 +103,37 @@ export function createQuorumPolicyRegistry(custom: readonly QuorumPolicy[] = [])
 
 export const DEFAULT_QUORUM_POLICIES: QuorumPolicyRegistry = createQuorumPolicyRegistry();
 
-/** The policy governing a proposal; an unregistered kind is a SCHEMA_VIOLATION on quorum_policy.kind. */
+/** A declarative policy of a domain's document (18.1) as a QuorumPolicy. */
+export function declarativeQuorumPolicy(spec: CustomQuorumPolicySpec): QuorumPolicy {
+  return {
+    kind: spec.kind,
+    validate(proposal) {
+      if (proposal.quorum_policy?.threshold !== undefined && proposal.quorum_policy.kind === spec.kind) {
+        throw new AcpError(
+          'SCHEMA_VIOLATION',
+          `quorum_policy ${spec.kind} is defined by the domain's policy and takes no threshold`,
+          'quorum_policy.threshold',
+        );
+      }
+    },
+    isMet: (p) => customPolicyMet(spec, { responses: p.responses.length, totalWeight: totalWeight(p.tally), respondents: p.respondents }),
+  };
+}
+
+/**
+ * The policy governing a proposal: a kind its domain's document defines, else a registered one;
+ * anything else is a SCHEMA_VIOLATION on quorum_policy.kind.
+ */
 export function quorumPolicyFor(proposal: ProposalDetails, registry: QuorumPolicyRegistry): QuorumPolicy {
-  const kind = proposal.quorum_policy?.kind ?? 'count';
+  const kind = effectiveQuorumPolicy(proposal)?.kind ?? 'count';
+  const custom = customPolicyOf(proposal.policy, kind);
+  if (custom) return declarativeQuorumPolicy(custom);
   const policy = registry.get(kind);
   if (!policy) {
+    const known = [...registry.keys(), ...(proposal.policy?.quorum_policies ?? []).map((p) => p.kind)];
     throw new AcpError(
       'SCHEMA_VIOLATION',
-      `quorum_policy.kind ${kind} is not supported (supported: ${[...registry.keys()].join(', ')})`,
+      `quorum_policy.kind ${kind} is not supported in ${proposal.domain} (supported: ${known.join(', ')})`,
       'quorum_policy.kind',
     );
   }

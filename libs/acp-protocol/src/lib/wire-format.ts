@@ -13,6 +13,7 @@ import type {
   Trigger,
   WireSchemaVersion,
 } from './contracts';
+import type { DomainPolicyDocument, DomainPolicyRef } from './domain-policy';
 
 export type JsonObject = { [key: string]: unknown };
 
@@ -112,6 +113,8 @@ export interface Proposal {
   caused_by?: string[];
   /** Extension (7.3): who must respond under a unanimous quorum, fixed at submission. */
   eligible_participants?: string[];
+  /** Extension (18.1/18.2): the domain's policy document it is decided by, as stamped at submission. */
+  policy?: DomainPolicyDocument;
 }
 
 /** Spec 12.6 / B.2 Decision Event, with the 11.3 lineage extensions. */
@@ -141,6 +144,8 @@ export interface DecisionEvent {
   sign_offs?: HumanSignOffRecord[];
   vetoed?: true;
   ladder_default?: true;
+  /** Extension (18.1/18.2): the domain policy document (domain and version) the proposal was decided by. */
+  policy?: DomainPolicyRef;
 }
 
 /** Body of `acp.v1.propose` (DESIGN section 5), after validation. */
