@@ -71,6 +71,16 @@ describe('PlainJsonNatsServer (DESIGN section 5: plain JSON bodies, no framework
     expect(JSON.parse(new TextDecoder().decode(msg.data))).toMatchObject({ ok: false, error: { code: 'INVALID_JSON' } });
   });
 
+  it('given JSON whose bytes are not UTF-8, then INVALID_JSON and the handler never sees it (the fuzzer found it accepted)', async () => {
+    // Given a string value holding a stray 0xFF, an overlong '/' and a lone surrogate.
+    for (const bad of [[0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80]]) {
+      const body = Uint8Array.from([...Buffer.from('{"name":"a'), ...bad, ...Buffer.from('"}')]);
+      // When it is sent, then it is refused as not JSON.
+      const msg = await nc.request(`${prefix}.v1.echo`, body, { timeout: 5000 });
+      expect(JSON.parse(new TextDecoder().decode(msg.data))).toMatchObject({ ok: false, error: { code: 'INVALID_JSON' } });
+    }
+  });
+
   it('given a body over the size limit, then PAYLOAD_TOO_LARGE and the handler never runs', async () => {
     const reply = await requestJson(nc, `${prefix}.v1.crash`, { blob: 'x'.repeat(2000) });
     expect(reply).toMatchObject({ ok: false, error: { code: 'PAYLOAD_TOO_LARGE' } });

@@ -73,7 +73,8 @@ export class PlainJsonNatsServer extends Server implements CustomTransportStrate
   private readonly subscriptions: Subscription[] = [];
   private readonly inFlight = new Set<Promise<void>>();
   protected override readonly logger = new Logger(PlainJsonNatsServer.name);
-  private readonly codec = new TextDecoder();
+  // Fatal: JSON text is UTF-8 (RFC 8259 8.1); bytes that are not must never be stored as U+FFFD.
+  private readonly codec = new TextDecoder('utf-8', { fatal: true });
   private readonly encoder = new TextEncoder();
 
   constructor(private readonly options: PlainJsonNatsServerOptions) {
