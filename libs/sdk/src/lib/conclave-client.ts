@@ -102,6 +102,12 @@ export interface DecisionsOptions {
   since?: Date;
   /** Ends the iteration (and deletes an ephemeral consumer) when aborted, even while waiting. */
   signal?: AbortSignal;
+  /**
+   * How long the server waits for a loop body to return before it delivers that event again
+   * (default 30 s). A redelivery of an event already read is dropped, so a slow reader still sees
+   * each event once and in order; a reader that dies mid-body gets it again after restarting.
+   */
+  ackWaitMs?: number;
 }
 
 /** Filters of the escalation inbox. */
@@ -278,6 +284,7 @@ export class ConclaveClient {
         ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: options.since.toISOString() }
         : { deliver_policy: options.from === 'new' ? DeliverPolicy.New : DeliverPolicy.All }),
       filter_subject: filter,
+      ...(options.ackWaitMs ? { ack_wait: options.ackWaitMs * 1_000_000 } : {}),
       ...(options.durable ? { durable_name: options.durable } : { inactive_threshold: 60_000_000_000 }),
     };
     const info = options.durable
@@ -289,8 +296,13 @@ export class ConclaveClient {
     const stop = () => messages.stop();
     if (options.signal?.aborted) stop();
     options.signal?.addEventListener('abort', stop, { once: true });
+    // A loop body slower than the ack wait makes the server deliver again what this reader still
+    // holds; those copies come after later events and are dropped (the original's ack settles them).
+    let lastSeq = 0;
     try {
       for await (const m of messages) {
+        if (m.seq <= lastSeq) continue;
+        lastSeq = m.seq;
         yield readMessage(m.data, parse);
         m.ack();
       }
