@@ -36,7 +36,7 @@ export function faultSizes(short: FaultSizes): FaultSizes {
 
 /** A jest timeout that grows with the sizes (the long run), never a bound on the behaviour. */
 export function faultTimeoutMs(sizes: FaultSizes): number {
-  return 120_000 + sizes.proposals * 60 + sizes.kills * 30_000;
+  return 120_000 + sizes.proposals * 60 + sizes.kills * (30_000 + Number(process.env['FAULTS_READY_TIMEOUT_MS'] ?? 0));
 }
 
 const DOMAIN = 'faults.test';

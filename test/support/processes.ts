@@ -8,6 +8,8 @@ import type { ServiceName } from './conclave-harness';
 import { runEnv } from './run-env';
 
 const ROOT = resolve(__dirname, '../..');
+/** How long a started process may take to report ready (longer to tell a starved process from a stuck one). */
+const READY_TIMEOUT_MS = Number(process.env['FAULTS_READY_TIMEOUT_MS'] ?? 60_000);
 const NATS_SERVER = process.env['NATS_SERVER_BIN'] ?? '/usr/sbin/nats-server';
 
 /** A TCP port nobody listens on right now. */
@@ -135,24 +137,75 @@ export class ServiceProcesses {
     const port = await freePort();
     const logFile = join(this.logDir, `${name}-${this.processes.length}.log`);
     const out = createWriteStream(logFile, { flags: 'a' });
-    const child = spawn(process.execPath, ['-r', '@swc-node/register', '-r', 'tsconfig-paths/register', `apps/${name}/src/main.ts`], {
-      cwd: ROOT,
-      env: { ...process.env, ...this.env, TS_NODE_PROJECT: 'tsconfig.base.json', HTTP_PORT: String(port) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      // A diagnostic report on SIGUSR2 (JS and native stacks, libuv handles) for a process that never gets ready.
+      [
+        '--report-on-signal',
+        '--report-signal=SIGUSR2',
+        `--report-directory=${this.logDir}`,
+        '-r',
+        '@swc-node/register',
+        '-r',
+        'tsconfig-paths/register',
+        `apps/${name}/src/main.ts`,
+      ],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...this.env, TS_NODE_PROJECT: 'tsconfig.base.json', HTTP_PORT: String(port) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     child.stdout?.pipe(out);
     child.stderr?.pipe(out);
     const p = { name, child, port, logFile };
     this.processes.push(p);
-    await until(
-      async () => {
-        if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}: ${this.logOf(p).slice(-1000)}`);
-        return this.ready(p);
-      },
-      60_000,
-      `${name} to be ready`,
-    );
+    try {
+      await until(
+        async () => {
+          if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}: ${this.logOf(p).slice(-1000)}`);
+          return this.ready(p);
+        },
+        READY_TIMEOUT_MS,
+        `${name} to be ready`,
+      );
+    } catch (err) {
+      if (child.exitCode === null) (err as Error).message += `\n${await this.diagnose(p)}`;
+      throw err;
+    }
     return p;
+  }
+
+  /**
+   * Why a live process is not ready: its scheduler state and CPU time over two samples (blocked,
+   * spinning or starved), what it waits in, and a Node diagnostic report written to the log dir.
+   */
+  async diagnose(p: ServiceProcess): Promise<string> {
+    const pid = p.child.pid;
+    const sample = (): { state: string; cpuTicks: number; wchan: string } => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        let wchan = '';
+        try {
+          wchan = readFileSync(`/proc/${pid}/wchan`, 'utf8');
+        } catch {
+          wchan = '?';
+        }
+        return { state: fields[0], cpuTicks: Number(fields[11]) + Number(fields[12]), wchan };
+      } catch {
+        return { state: 'gone', cpuTicks: 0, wchan: '' };
+      }
+    };
+    const first = sample();
+    p.child.kill('SIGUSR2');
+    await new Promise((r) => setTimeout(r, 3_000));
+    const second = sample();
+    return (
+      `${p.name} pid ${pid}: state ${first.state} -> ${second.state}, wchan ${second.wchan}, ` +
+      `cpu ticks ${first.cpuTicks} -> ${second.cpuTicks} in 3 s; /readyz: ${await this.readiness(p)}; ` +
+      `diagnostic report (SIGUSR2) in ${this.logDir}`
+    );
   }
 
   async ready(p: ServiceProcess): Promise<boolean> {
