@@ -81,6 +81,14 @@ describe('PlainJsonNatsServer (DESIGN section 5: plain JSON bodies, no framework
     }
   });
 
+  it('given JSON that is not an object (true, [], 0, null, a string), then SCHEMA_VIOLATION and the handler never runs (the fuzzer found them answered)', async () => {
+    for (const body of ['true', '[]', '[[[1]]]', '0', 'null', '"x"']) {
+      // When a handler that reads no field (echo) is sent a body that is not an object, then it is refused.
+      const msg = await nc.request(`${prefix}.v1.echo`, new TextEncoder().encode(body), { timeout: 5000 });
+      expect(JSON.parse(new TextDecoder().decode(msg.data))).toMatchObject({ ok: false, error: { code: 'SCHEMA_VIOLATION' } });
+    }
+  });
+
   it('given a body over the size limit, then PAYLOAD_TOO_LARGE and the handler never runs', async () => {
     const reply = await requestJson(nc, `${prefix}.v1.crash`, { blob: 'x'.repeat(2000) });
     expect(reply).toMatchObject({ ok: false, error: { code: 'PAYLOAD_TOO_LARGE' } });

@@ -187,6 +187,11 @@ export class PlainJsonNatsServer extends Server implements CustomTransportStrate
     } catch (err) {
       return errorReply(new AcpError('INVALID_JSON', `request body is not JSON: ${(err as Error).message}`));
     }
+    // Every request body of the API is an object (DESIGN section 5); a handler that reads no field
+    // would otherwise answer `true` or `[]` as if it were one.
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      return errorReply(new AcpError('SCHEMA_VIOLATION', 'request body must be a JSON object'));
+    }
     const handler = this.messageHandlers.get(pattern);
     if (!handler) {
       return errorReply(new AcpError('INTERNAL', `no handler for ${pattern}`));
