@@ -4,6 +4,7 @@ import { validateRunRecord } from '@conclave/council-protocol';
 import { CouncilClient } from '@conclave/sdk';
 import { connect } from 'nats';
 import { natsLogin } from '../nats-connection';
+import { registerCouncilEvaluationCommands } from './council-evaluation.command';
 import { commandSigner, SigningOptions } from './participants.command';
 
 function readJson(path: string): unknown {
@@ -71,4 +72,6 @@ export function registerCouncilCommands(program: Command): void {
         console.log(json ? JSON.stringify(record) : JSON.stringify(record, null, 2));
       }),
     );
+
+  registerCouncilEvaluationCommands(program, council);
 }

@@ -104,7 +104,7 @@ export class EvaluationCommands {
     const domain = optText(o, 'domain');
     const rebuild = o['rebuild'] === true;
     const history = rebuild ? await this.projection.rebuild() : this.projection.history;
-    return { estimates: estimateList(history, domain), ended_runs: history.inputs().length, rebuilt: rebuild };
+    return { estimates: estimateList(history, domain), ended_runs: history.inputs(domain).length, rebuilt: rebuild };
   }
 
   /** `council.v1.capability.calibration`: `{domain?, confidence_probabilities?}` → Brier, log loss, reliability per member × role × domain. */
