@@ -224,3 +224,5 @@ export type {
   WeightFunctionSpec,
 } from './lib/domain-policy';
 export { declarativeQuorumPolicy, effectiveQuorumPolicy } from './lib/quorum-policies';
+export { recordedFirstDecision, replayUnderPolicy, summarizeReplay } from './lib/policy-replay';
+export type { FirstDecision, ReplaySummary, ReplayVerdict } from './lib/policy-replay';

@@ -6,6 +6,8 @@ import { IntakeController } from './intake.controller';
 import { LineageIndex } from './lineage-index';
 import { LineageQueries } from './lineage-queries';
 import { ParticipantsController } from './participants.controller';
+import { DomainPolicies } from './domain-policies';
+import { PoliciesController } from './policies.controller';
 import { ProposalIndex } from './proposal-index';
 import { ProposalLabels } from './proposal-labels';
 import { ProposalQueries } from './proposal-queries';
@@ -20,7 +22,7 @@ export class IntakeModule {
     return {
       module: IntakeModule,
       imports: [ServiceKitModule.forRoot('intake', config)],
-      controllers: [IntakeController, ParticipantsController],
+      controllers: [IntakeController, ParticipantsController, PoliciesController],
       providers: [
         ...authProviders,
         ProposalStore,
@@ -34,6 +36,7 @@ export class IntakeModule {
         LineageIndex,
         LineageQueries,
         RegistryCommands,
+        DomainPolicies,
       ],
     };
   }

@@ -22,6 +22,7 @@ import {
   verifyEd25519,
 } from '@conclave/service-kit';
 import { ProposalView } from './proposal-view';
+import { DomainPolicies } from './domain-policies';
 
 /** Entries loaded at most to check one submission's children and their descendants (9.3). */
 const MAX_LINKED_ENTRIES = 1000;
@@ -38,6 +39,7 @@ export class SubmitProposalHandler {
     private readonly context: CommandContext,
     private readonly view: ProposalView,
     private readonly directory: ParticipantDirectory,
+    private readonly policies: DomainPolicies,
   ) {}
 
   async handle(body: unknown, identity: Identity): Promise<{ proposal: Proposal }> {
@@ -52,6 +54,8 @@ export class SubmitProposalHandler {
     const proposalId = request.proposal_id ?? this.context.newId();
     await this.checkLinks(proposalId, request);
     const eligible = await this.eligibleParticipants(request);
+    // 18.1/18.2: the domain's policy document in force now decides this proposal for good.
+    const policy = await this.policies.governing(request.domain);
 
     const { schema_version: _version, ...data } = request;
     const securityLabel =
@@ -62,7 +66,14 @@ export class SubmitProposalHandler {
     const command: SubmitProposal = {
       type: PROPOSAL_COMMAND_TYPES.SubmitProposal,
       ...this.context.metadata(author),
-      data: { ...data, ...eligible, proposal_id: proposalId, payload_hash: hash, security_label: securityLabel },
+      data: {
+        ...data,
+        ...eligible,
+        proposal_id: proposalId,
+        payload_hash: hash,
+        security_label: securityLabel,
+        ...(policy ? { policy } : {}),
+      },
     };
     const result = await this.store.execute(command);
     return { proposal: await this.view.render(result.state, author) };
