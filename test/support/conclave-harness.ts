@@ -94,6 +94,7 @@ export class ConclaveHarness {
       streams.proposals,
       streams.escalations,
       streams.councilDecisions,
+      streams.councilTasks,
       `KV_EVT_${this.run}_CHECKPOINTS`,
       `EVT_${this.run}_AUDIT`,
       `EVT_${this.run}_REJECTIONS`,

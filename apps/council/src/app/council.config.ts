@@ -11,16 +11,6 @@ export class CouncilConfig extends AuthenticatedServiceConfig {
   @Max(8 * 1024 * 1024)
   maxPayloadBytes = 262_144;
 
-  /**
-   * How long past a task's deadline the controller keeps listening for the member's reply, so
-   * that a reply in flight at the deadline is refused (INVALID_STATE) rather than lost silently.
-   */
-  @Expose({ name: 'CONCLAVE_COUNCIL_REPLY_GRACE_MS' })
-  @Type(() => Number)
-  @IsInt()
-  @Min(0)
-  replyGraceMs = 250;
-
   /** Back-off before the controller retries a step after the event log was unavailable. */
   @Expose({ name: 'CONCLAVE_COUNCIL_RETRY_MS' })
   @Type(() => Number)

@@ -1,7 +1,7 @@
 import { Controller, UseFilters } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { AcpError } from '@conclave/acp-protocol';
-import { CouncilError } from '@conclave/council-protocol';
+import { CouncilError, memberApiSchemas } from '@conclave/council-protocol';
 import { COUNCIL_COMMANDS, okReply, PassThroughRpcExceptionFilter, PlainNatsContext } from '@conclave/messaging';
 import { CommandContext, Identity, RejectionRecorder } from '@conclave/service-kit';
 import { CouncilCommands, declaredActor } from './council-commands';
@@ -53,6 +53,15 @@ export class CouncilController {
   @MessagePattern(COUNCIL_COMMANDS.interrupt)
   onInterrupt(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
     return this.run('council.interrupt', body, request, declaredActor(body), (who) => this.commands.interrupt(body, who));
+  }
+
+  /**
+   * The member API's JSON Schemas (each stage's task and answer, the answer message, the verdict,
+   * the cancel notice). Public: no run data, so no authentication (members do not sign).
+   */
+  @MessagePattern(COUNCIL_COMMANDS.schemas)
+  onSchemas() {
+    return okReply({ schemas: memberApiSchemas() });
   }
 
   private async run<T extends object>(

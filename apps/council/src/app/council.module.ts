@@ -8,6 +8,7 @@ import { DecisionOutbox } from './decision-outbox';
 import { EvaluationCommands } from './evaluation-commands';
 import { EvaluationController } from './evaluation.controller';
 import { EvaluationProjection } from './evaluation-projection';
+import { MemberTaskTransport } from './member-task-transport';
 import { OutcomeOutbox } from './outcome-outbox';
 import { RunDriver } from './run-driver';
 import { RunIndex } from './run-index';
@@ -25,6 +26,7 @@ export class CouncilModule {
         ...authProviders,
         RunRepository,
         RunLeases,
+        MemberTaskTransport,
         RunDriver,
         DecisionOutbox,
         RunIndex,

@@ -1,15 +1,17 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import {
   COUNCIL_COMMAND_TYPES as C,
   ControllerAction,
   CouncilCommand,
   CouncilError,
-  CouncilErrorBody,
   CouncilEvent,
   CouncilRunState,
   CouncilTaskRequest,
   MAX_REFUSALS_PER_TASK,
-  Usage,
+  MemberAnswerMessage,
+  MemberVerdict,
+  acceptMemberAnswer,
+  cancelledTasks,
   controllerEvents,
   councilRunStream,
   decide,
@@ -18,6 +20,7 @@ import {
   nextWakeAt,
   pendingTaskRequests,
   taskRequests,
+  validateAnswerMessage,
 } from '@conclave/council-protocol';
 import {
   AggregateSource,
@@ -28,26 +31,23 @@ import {
   LoadedAggregate,
   StreamVersion,
 } from '@conclave/event-log';
-import { CLOCK, Clock, NATS_CONNECTION, SERVICE_CONFIG, TimerQueue } from '@conclave/service-kit';
-import { ErrorCode, Msg, NatsConnection, NatsError } from 'nats';
-import { inboxOf } from '@conclave/messaging';
+import { CLOCK, Clock, SERVICE_CONFIG, TimerQueue } from '@conclave/service-kit';
 import { CouncilConfig } from './council.config';
+import { MemberTaskTransport } from './member-task-transport';
 import { HeldLease, RunLeases } from './run-lease';
 import { LoadedRun, RunRepository } from './run-repository';
 
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
+/** Run ids are stream ids (`council-run-<id>`). */
+const RUN_ID = /^[A-Za-z0-9_]{1,100}$/;
 /** Version conflicts tolerated in a row before a step backs off (another writer is busy on the run). */
 const MAX_CONFLICTS = 5;
-
-export type Verdict = { ok: true } | { ok: false; error: CouncilErrorBody };
 
 /** Builds the command to decide from the run's current state and the edge's `now`. */
 export type CommandBuilder = (state: CouncilRunState, now: string) => CouncilCommand;
 
 interface LoopDeps {
   repo: RunRepository;
-  nc: NatsConnection;
+  transport: MemberTaskTransport;
   clock: Clock;
   config: CouncilConfig;
   logger: Logger;
@@ -116,8 +116,8 @@ async function pipeline(source: AggregateSource<CouncilRunState, CouncilEvent>, 
 class RunLoop {
   private chain: Promise<unknown> = Promise.resolve();
   private stopped = false;
-  /** Task ids with a request in flight from this process (a reload never sends one twice). */
-  private readonly sending = new Set<string>();
+  /** Tasks whose publish failed: sent again on the next step. */
+  private readonly unsent = new Set<string>();
   private readonly subjectPrefix: string;
 
   constructor(
@@ -131,9 +131,14 @@ class RunLoop {
 
   /** Serialises everything that reads or changes this run's state. */
   exec<T>(fn: () => Promise<T>): Promise<T> {
-    const result = this.chain.then(() => {
+    const result = this.chain.then(async () => {
       if (this.stopped) throw new Stopped('controller stopping');
-      return fn();
+      const before = this.state;
+      try {
+        return await fn();
+      } finally {
+        this.cancelSettled(before);
+      }
     });
     this.chain = result.catch(() => undefined);
     return result;
@@ -203,6 +208,8 @@ class RunLoop {
   }
 
   private async step(): Promise<void> {
+    if (this.unsent.size > 0)
+      for (const t of pendingTaskRequests(this.state, this.subjectPrefix)) if (this.unsent.has(t.request.task_id)) this.send(t.request);
     let conflicts = 0;
     while (!this.stopped && this.state.status === 'running') {
       const actions = decideNext(this.state, this.now(), { subjectPrefix: this.subjectPrefix });
@@ -272,125 +279,31 @@ class RunLoop {
     this.retryLater();
   }
 
-  /** Sends one task as a NATS request to `<prefix>.v1.tasks.<member_id>`, listening until its deadline (+ grace). */
+  /**
+   * Queues one task on its member's durable queue. A failed publish (JetStream unavailable) is
+   * retried on the next step, until the task's deadline.
+   */
   private send(request: CouncilTaskRequest): void {
-    if (this.stopped || this.sending.has(request.task_id) || this.state.status !== 'running') return;
+    if (this.stopped || this.state.status !== 'running') return;
     const task = this.state.tasks[request.task_id];
-    if (!task) return;
-    const remaining = Date.parse(request.deadline) - this.deps.clock.now().getTime();
-    if (remaining <= 0) return;
-    this.sending.add(request.task_id);
-    const subject = `${this.subjectPrefix}.tasks.${task.member_id}`;
-    this.deps.nc
-      .request(subject, encoder.encode(JSON.stringify(request)), { timeout: remaining + this.deps.config.replyGraceMs })
-      .then(
-        (msg) => this.onReply(request, task.member_id, msg),
-        (err: NatsError) => this.onTransportError(request, task.member_id, err),
-      )
-      .catch((err: unknown) => this.failed(`task ${request.task_id}`, err))
-      .finally(() => this.sending.delete(request.task_id));
-  }
-
-  /** A member's answer: decide it, tell the member the verdict; a refused member may answer again before the deadline. */
-  private async onReply(request: CouncilTaskRequest, memberId: string, msg: Msg): Promise<void> {
-    if (this.stopped) return;
-    let verdict: Verdict;
-    try {
-      await this.execute((_s, now) => replyCommand(request, memberId, msg, now));
-      verdict = { ok: true };
-    } catch (err) {
-      if (!(err instanceof CouncilError)) {
-        if (!(err instanceof Stopped)) this.failed(`reply to ${request.task_id}`, err);
-        return;
-      }
-      verdict = { ok: false, error: err.toJSON() };
-      await this.recordRefusal(request, memberId, msg, verdict.error);
-    }
-    if (!msg.reply || this.deps.nc.isClosed()) return;
-    const remaining = Date.parse(request.deadline) - this.deps.clock.now().getTime();
-    const refusals = this.state.status === 'empty' ? 0 : this.state.refusals.filter((r) => r.task_id === request.task_id).length;
-    // Past the recorded-refusal cap a member is told the verdict but not invited to try again.
-    if (verdict.ok || remaining <= 0 || refusals >= MAX_REFUSALS_PER_TASK) {
-      msg.respond(encoder.encode(JSON.stringify(verdict)));
-      return;
-    }
-    // Refused before its deadline: the member may correct its answer by replying to the verdict.
-    const inbox = inboxOf(this.deps.nc);
-    const sub = this.deps.nc.subscribe(inbox, { max: 1, timeout: remaining + this.deps.config.replyGraceMs });
-    msg.respond(encoder.encode(JSON.stringify(verdict)), { reply: inbox });
-    try {
-      for await (const correction of sub) {
-        await this.onReply(request, memberId, correction);
-      }
-    } catch {
-      // No correction before the deadline: the controller's timeout takes over.
-    }
-  }
-
-  /** A refused answer is a fact of the run with its spend (the member may still correct it). */
-  private async recordRefusal(request: CouncilTaskRequest, memberId: string, msg: Msg, error: CouncilErrorBody): Promise<void> {
-    await this.execute((_s, now) => ({
-      type: C.RecordRefusedAnswer,
-      task_id: request.task_id,
-      member_id: memberId,
-      error,
-      usage: usageOf(msg),
-      now,
-    })).catch((e: unknown) => {
-      if (!(e instanceof CouncilError) && !(e instanceof Stopped)) this.failed(`refusal of ${request.task_id}`, e);
+    if (!task || Date.parse(request.deadline) <= this.deps.clock.now().getTime()) return;
+    this.unsent.delete(request.task_id);
+    this.deps.transport.publishTask(task.member_id, request).catch((err: Error) => {
+      this.unsent.add(request.task_id);
+      this.failed(`publish of task ${request.task_id}`, err);
     });
   }
 
-  /** No responders or another transport failure is a member failure; a plain timeout is left to the deadline. */
-  private async onTransportError(request: CouncilTaskRequest, memberId: string, err: NatsError): Promise<void> {
-    if (this.stopped || err.code === ErrorCode.Timeout || this.deps.nc.isClosed()) return;
-    const detail =
-      err.code === ErrorCode.NoResponders ? `no member listening on the task subject (${memberId})` : `transport error: ${err.message}`;
-    await this.execute((_s, now) => ({ type: C.ReportTaskFailure, task_id: request.task_id, member_id: memberId, detail, now })).catch(
-      (e: unknown) => {
-        if (!(e instanceof CouncilError) && !(e instanceof Stopped)) throw e;
-      },
-    );
+  /** A task the run went on without (timed out, or the run ended): its member is told to stop. */
+  private cancelSettled(before: CouncilRunState): void {
+    if (before === this.state) return;
+    for (const { member_id, notice } of cancelledTasks(before, this.state)) {
+      this.unsent.delete(notice.task_id);
+      this.deps.transport
+        .publishCancel(member_id, notice)
+        .catch((err: Error) => this.deps.logger.warn(`run ${this.runId}: cancel notice for ${notice.task_id} not sent: ${err.message}`));
+    }
   }
-}
-
-/** The usage a reply reports (`{ok, ..., usage}`), whatever else is wrong with it. */
-function usageOf(msg: Msg): Usage | undefined {
-  try {
-    const o = JSON.parse(decoder.decode(msg.data)) as unknown;
-    if (o === null || typeof o !== 'object' || Array.isArray(o)) return undefined;
-    const u = (o as Record<string, unknown>)['usage'];
-    return u !== null && typeof u === 'object' && !Array.isArray(u) ? (u as Usage) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The member's reply as a command: the artifact, `{ok: true, artifact, usage}`, or `{ok: false, error}` for a reported failure. */
-function replyCommand(request: CouncilTaskRequest, memberId: string, msg: Msg, now: string): CouncilCommand {
-  let body: unknown;
-  try {
-    body = JSON.parse(decoder.decode(msg.data));
-  } catch {
-    throw new CouncilError('SCHEMA_VIOLATION', 'the reply is not JSON');
-  }
-  const o = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
-  if (o && o['ok'] === false) {
-    const error = o['error'] as { code?: unknown; message?: unknown } | undefined;
-    const detail = [error?.code, error?.message].filter((x) => typeof x === 'string').join(': ') || 'member reported a failure';
-    return { type: C.ReportTaskFailure, task_id: request.task_id, member_id: memberId, detail, usage: o['usage'] as never, now };
-  }
-  if (o && o['ok'] === true && 'artifact' in o) {
-    return {
-      type: C.SubmitTaskResult,
-      task_id: request.task_id,
-      member_id: memberId,
-      artifact: o['artifact'],
-      usage: o['usage'] as never,
-      now,
-    };
-  }
-  return { type: C.SubmitTaskResult, task_id: request.task_id, member_id: memberId, artifact: body, now };
 }
 
 /**
@@ -401,7 +314,7 @@ function replyCommand(request: CouncilTaskRequest, memberId: string, msg: Msg, n
  * whose lease was taken over stops.
  */
 @Injectable()
-export class RunDriver implements BeforeApplicationShutdown {
+export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('CouncilController');
   private readonly loops = new Map<string, RunLoop>();
   private readonly held = new Map<string, { lease: HeldLease; renewedAt: number }>();
@@ -413,10 +326,10 @@ export class RunDriver implements BeforeApplicationShutdown {
 
   constructor(
     private readonly repo: RunRepository,
-    @Inject(NATS_CONNECTION) nc: NatsConnection,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(SERVICE_CONFIG) config: CouncilConfig,
     private readonly leases: RunLeases,
+    private readonly transport: MemberTaskTransport,
   ) {
     // Deadlines and budget wake-ups of every run in one timer queue: a wake-up kicks the loop.
     this.timers = new TimerQueue({
@@ -429,7 +342,7 @@ export class RunDriver implements BeforeApplicationShutdown {
     this.timers.start();
     this.deps = {
       repo,
-      nc,
+      transport,
       clock,
       config,
       logger: this.logger,
@@ -508,6 +421,68 @@ export class RunDriver implements BeforeApplicationShutdown {
     const after = outcome.duplicate ? await this.repo.load(runId) : { state: outcome.state, version: outcome.version };
     await this.adopt(runId, after);
     return after.state;
+  }
+
+  onApplicationBootstrap(): void {
+    this.transport.serveAnswers((memberId, body) => this.answer(memberId, body));
+  }
+
+  /**
+   * A member's answer (`<prefix>.v1.answers.<member_id>`): its content validated against the
+   * stage's schema and stamped with the bookkeeping (acceptMemberAnswer), then decided like any
+   * command. A refused answer is recorded with its spend; the verdict says whether the member may
+   * correct it (the task is still open, in time, and under the refusal cap). The same answer sent
+   * twice is accepted once (the task's result event id).
+   */
+  async answer(memberId: string, body: unknown): Promise<MemberVerdict> {
+    const m: MemberAnswerMessage = validateAnswerMessage(body);
+    if (!RUN_ID.test(m.run_id)) throw new CouncilError('SCHEMA_VIOLATION', 'not a run id', 'run_id');
+    const build: CommandBuilder = m.ok
+      ? (s, now) => ({
+          type: C.SubmitTaskResult,
+          task_id: m.task_id,
+          member_id: memberId,
+          artifact: acceptMemberAnswer(s, m.task_id, memberId, m.artifact),
+          usage: m.usage,
+          now,
+        })
+      : (_s, now) => ({
+          type: C.ReportTaskFailure,
+          task_id: m.task_id,
+          member_id: memberId,
+          detail: `${m.error.code}: ${m.error.message}`,
+          usage: m.usage,
+          now,
+        });
+    try {
+      await this.execute(m.run_id, build);
+      return { ok: true, retry: false };
+    } catch (err) {
+      if (!(err instanceof CouncilError) || !m.ok) throw err;
+      const error = err.toJSON();
+      // A refused answer is a fact of the run, with its spend (the member may still correct it).
+      await this.execute(m.run_id, (_s, now) => ({
+        type: C.RecordRefusedAnswer,
+        task_id: m.task_id,
+        member_id: memberId,
+        error,
+        usage: m.usage,
+        now,
+      })).catch((e: unknown) => {
+        if (!(e instanceof CouncilError) && !(e instanceof Stopped))
+          this.logger.warn(`refusal of ${m.task_id} not recorded: ${(e as Error).message}`);
+      });
+      const state = this.stateOf(m.run_id) ?? (await this.repo.load(m.run_id)).state;
+      const task = state.status === 'running' ? state.tasks[m.task_id] : undefined;
+      const refusals = state.status === 'empty' ? 0 : state.refusals.filter((r) => r.task_id === m.task_id).length;
+      const retry =
+        task !== undefined &&
+        task.status === 'issued' &&
+        task.member_id === memberId &&
+        Date.parse(task.deadline) > this.clock.now().getTime() &&
+        refusals < MAX_REFUSALS_PER_TASK;
+      return { ok: false, retry, error };
+    }
   }
 
   async beforeApplicationShutdown(): Promise<void> {

@@ -1,95 +1,281 @@
-import { connect, createInbox, NatsConnection } from 'nats';
+import { MemberAnswerMessage, MemberVerdict } from '@conclave/council-protocol';
+import { councilSubjects, ensureCouncilTaskStream } from '@conclave/messaging';
+import { connect, JetStreamManager, NatsConnection, Subscription } from 'nats';
 import { CouncilMember, CouncilTask } from './council-member';
-import { ScriptedMember, scriptedGoalContract } from './scripted-members';
+import { candidateFor, ScriptedMember, scriptedGoalContract } from './scripted-members';
 
-/** The member side of the task protocol, against the real NATS server (the controller played by the test). */
-describe('CouncilMember over NATS', () => {
+/**
+ * The member side of the task protocol against the real NATS server, the controller played by the
+ * test: tasks queued on the member's durable JetStream queue, answers served on
+ * `<prefix>.v1.answers.<member_id>` with a scripted verdict.
+ */
+describe('CouncilMember over NATS (durable task queue)', () => {
   let nc: NatsConnection;
-  const prefix = `sdk${Date.now().toString(36)}`;
+  let jsm: JetStreamManager;
+  const run = Date.now().toString(36);
+  const prefix = `sdk${run}`;
+  const stream = `COUNCIL_TASKS_sdk${run}`;
+  const subjects = councilSubjects(prefix);
   const enc = (x: unknown) => new TextEncoder().encode(JSON.stringify(x));
   const dec = (b: Uint8Array) => JSON.parse(new TextDecoder().decode(b));
-  const task = (stage: CouncilTask['stage'], member = 'm-1'): CouncilTask => ({
+  let n = 0;
+  const task = (stage: CouncilTask['stage'], member: string, deadlineMs = 5_000): CouncilTask => ({
     run_id: 'run1',
-    task_id: `run1:1:${stage}:${member}`,
+    task_id: `run1:${++n}:${stage}:${member}`,
     stage,
     role: 'proposer',
-    deadline: new Date(Date.now() + 5_000).toISOString(),
+    deadline: new Date(Date.now() + deadlineMs).toISOString(),
     goal_contract: scriptedGoalContract(),
-    inputs: {},
+    inputs: stage === 'proposal' ? { goal_contract: scriptedGoalContract() } : { candidates: [], reviews: [], required_dissent: [] },
+  });
+  const queue = (member: string, body: unknown, id: string) => nc.jetstream().publish(subjects.task(member), enc(body), { msgID: id });
+
+  /** Plays the controller's answer subject: records every answer, replies with the next verdict. */
+  class Controller {
+    readonly answers: { member: string; body: MemberAnswerMessage }[] = [];
+    private sub: Subscription | undefined;
+    private waiters: { count: number; resolve: () => void }[] = [];
+    constructor(private readonly verdicts: (body: MemberAnswerMessage, i: number) => MemberVerdict = () => ({ ok: true, retry: false })) {}
+    listen(): this {
+      this.sub = nc.subscribe(subjects.allAnswers, {
+        callback: (_e, m) => {
+          const body = dec(m.data) as MemberAnswerMessage;
+          this.answers.push({ member: m.subject.split('.').pop() as string, body });
+          m.respond(enc(this.verdicts(body, this.answers.length - 1)));
+          this.waiters = this.waiters.filter((w) => (this.answers.length >= w.count ? (w.resolve(), false) : true));
+        },
+      });
+      return this;
+    }
+    until(count: number, timeoutMs = 10_000): Promise<void> {
+      if (this.answers.length >= count) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error(`only ${this.answers.length} of ${count} answers`)), timeoutMs);
+        this.waiters.push({ count, resolve: () => (clearTimeout(t), resolve()) });
+      });
+    }
+    stop(): void {
+      this.sub?.unsubscribe();
+    }
+  }
+  const pendingFor = async (member: string) => (await jsm.consumers.info(stream, `member-${member}`)).num_pending;
+  const eventually = async (test: () => Promise<boolean>, what: string) => {
+    for (let i = 0; i < 100; i++) {
+      if (await test()) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`never: ${what}`);
+  };
+
+  beforeAll(async () => {
+    nc = await connect({ servers: process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222' });
+    jsm = await nc.jetstreamManager();
+    await ensureCouncilTaskStream(jsm, stream, prefix);
+  });
+  afterAll(async () => {
+    await jsm.streams.delete(stream).catch(() => undefined);
+    await nc.drain();
   });
 
-  beforeAll(async () => (nc = await connect({ servers: process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222' })));
-  afterAll(() => nc.drain());
-
-  it('given a handler per stage, when a task arrives, then the reply is the artifact, or {ok: true, artifact, usage} when usage is reported', async () => {
+  it('given a handler per stage, when tasks are queued, then it answers {ok: true, artifact, usage} or a typed failure, and acknowledges each', async () => {
+    const controller = new Controller().listen();
     const m = new CouncilMember({ nc, memberId: 'm-1', prefix })
-      .onPropose((t) => ({ candidate_id: `c-${t.task_id}` }))
-      .onReview((_t, ctx) => (ctx.reportUsage({ tokens: 42 }), [{ review_id: 'r1' }]))
+      .onPropose((t, ctx) => (ctx.reportUsage({ tokens: 42 }), candidateFor(t, 'm-1')))
       .start();
     try {
-      expect(dec((await nc.request(`${prefix}.v1.tasks.m-1`, enc(task('proposal')))).data)).toEqual({
-        candidate_id: 'c-run1:1:proposal:m-1',
+      const proposal = task('proposal', 'm-1');
+      await queue('m-1', proposal, proposal.task_id);
+      const synthesis = task('synthesis', 'm-1');
+      await queue('m-1', synthesis, synthesis.task_id);
+      await controller.until(2);
+      const byTask = Object.fromEntries(controller.answers.map((a) => [a.body.task_id, a]));
+      expect(byTask[proposal.task_id]).toEqual({
+        member: 'm-1',
+        body: { run_id: 'run1', task_id: proposal.task_id, ok: true, artifact: candidateFor(proposal, 'm-1'), usage: { tokens: 42 } },
       });
-      expect(dec((await nc.request(`${prefix}.v1.tasks.m-1`, enc(task('review')))).data)).toEqual({
-        ok: true,
-        artifact: [{ review_id: 'r1' }],
-        usage: { tokens: 42 },
-      });
-      expect(dec((await nc.request(`${prefix}.v1.tasks.m-1`, enc(task('synthesis')))).data)).toMatchObject({
-        ok: false,
-        error: { code: 'UNSUPPORTED_STAGE' },
-      });
+      expect(byTask[synthesis.task_id].body).toMatchObject({ ok: false, error: { code: 'UNSUPPORTED_STAGE' } });
+      await eventually(
+        async () => (await pendingFor('m-1')) === 0 && (await jsm.consumers.info(stream, 'member-m-1')).num_ack_pending === 0,
+        'acked',
+      );
     } finally {
       await m.stop();
+      controller.stop();
     }
   });
 
-  it('given a handler that throws, when a task arrives, then it reports a failure {ok: false, error}', async () => {
+  it('given a handler that throws, when a task arrives, then it reports {ok: false, error: MEMBER_FAILURE}', async () => {
+    const controller = new Controller().listen();
     const m = new CouncilMember({ nc, memberId: 'm-2', prefix })
       .onPropose(() => {
         throw new Error('provider down');
       })
       .start();
     try {
-      expect(dec((await nc.request(`${prefix}.v1.tasks.m-2`, enc(task('proposal', 'm-2')))).data)).toEqual({
+      const t = task('proposal', 'm-2');
+      await queue('m-2', t, t.task_id);
+      await controller.until(1);
+      expect(controller.answers[0].body).toEqual({
+        run_id: 'run1',
+        task_id: t.task_id,
         ok: false,
         error: { code: 'MEMBER_FAILURE', message: 'provider down' },
       });
     } finally {
       await m.stop();
+      controller.stop();
     }
   });
 
-  it('given a refused answer, when the controller replies with the error, then the member answers again with task.refusal set', async () => {
+  it('given a refused answer with retry: true, then the handler answers again with task.refusal, and once accepted is not asked again', async () => {
+    const controller = new Controller((_b, i) =>
+      i === 0
+        ? { ok: false, retry: true, error: { code: 'UNKNOWN_REFERENCE', message: 'bad', field: 'claims' } }
+        : { ok: true, retry: false },
+    ).listen();
     const seen: (string | undefined)[] = [];
     const m = new CouncilMember({ nc, memberId: 'm-3', prefix })
-      .onPropose((t) => (seen.push(t.refusal?.code), { fixed: t.refusal !== undefined }))
+      .onPropose((t) => (seen.push(t.refusal?.code), candidateFor(t, 'm-3')))
       .start();
     try {
-      const first = await nc.request(`${prefix}.v1.tasks.m-3`, enc(task('proposal', 'm-3')));
-      expect(dec(first.data)).toEqual({ fixed: false });
-      const inbox = createInbox();
-      const sub = nc.subscribe(inbox, { max: 1 });
-      first.respond(enc({ ok: false, error: { code: 'SCHEMA_VIOLATION', message: 'bad', field: 'claims' } }), { reply: inbox });
-      for await (const second of sub) {
-        expect(dec(second.data)).toEqual({ fixed: true });
-        second.respond(enc({ ok: true }));
-      }
-      expect(seen).toEqual([undefined, 'SCHEMA_VIOLATION']);
+      const t = task('proposal', 'm-3');
+      await queue('m-3', t, t.task_id);
+      await controller.until(2);
+      await eventually(async () => (await jsm.consumers.info(stream, 'member-m-3')).num_ack_pending === 0, 'acked');
+      expect(seen).toEqual([undefined, 'UNKNOWN_REFERENCE']);
+      expect(controller.answers).toHaveLength(2);
+    } finally {
+      await m.stop();
+      controller.stop();
+    }
+  });
+
+  it('given an answer with an unknown field, then the SDK refuses it by name before sending and the handler fixes it', async () => {
+    const controller = new Controller().listen();
+    const refusals: (string | undefined)[] = [];
+    const m = new CouncilMember({ nc, memberId: 'm-4', prefix })
+      .onPropose((t) => (refusals.push(t.refusal?.field), t.refusal ? candidateFor(t, 'm-4') : { ...candidateFor(t, 'm-4'), mood: 'keen' }))
+      .start();
+    try {
+      const t = task('proposal', 'm-4');
+      await queue('m-4', t, t.task_id);
+      await controller.until(1);
+      expect(refusals).toEqual([undefined, 'mood']);
+      expect(controller.answers).toHaveLength(1);
+      expect(controller.answers[0].body).toMatchObject({ ok: true, artifact: { position: expect.any(String) } });
+      expect(controller.answers[0].body).not.toHaveProperty('artifact.mood');
+    } finally {
+      await m.stop();
+      controller.stop();
+    }
+  });
+
+  it('given a task queued while the member is offline, when it starts, then it still answers (the queue is durable)', async () => {
+    const controller = new Controller().listen();
+    const t = task('proposal', 'm-5');
+    // The member's consumer exists (it was connected once) but nothing consumes it now.
+    const first = new CouncilMember({ nc, memberId: 'm-5', prefix }).onPropose((x) => candidateFor(x, 'm-5')).start();
+    await first.ready;
+    await first.stop();
+    await queue('m-5', t, t.task_id);
+    const m = new CouncilMember({ nc, memberId: 'm-5', prefix }).onPropose((x) => candidateFor(x, 'm-5')).start();
+    try {
+      await controller.until(1);
+      expect(controller.answers[0].body).toMatchObject({ task_id: t.task_id, ok: true });
+    } finally {
+      await m.stop();
+      controller.stop();
+    }
+  });
+
+  it('given no controller listening when it answers, when one comes back, then the cached answer is sent again and the handler ran once', async () => {
+    let calls = 0;
+    const m = new CouncilMember({ nc, memberId: 'm-6', prefix }).onPropose((x) => (calls++, candidateFor(x, 'm-6'))).start();
+    const t = task('proposal', 'm-6', 15_000);
+    try {
+      await queue('m-6', t, t.task_id);
+      await eventually(async () => calls === 1, 'the handler ran');
+      // No responders: the member hands the task back and receives it again; the cache answers it.
+      await new Promise((r) => setTimeout(r, 1_500));
+      const controller = new Controller().listen();
+      await controller.until(1);
+      controller.stop();
+      expect(calls).toBe(1);
+      expect(controller.answers[0].body).toMatchObject({ task_id: t.task_id, ok: true, artifact: candidateFor(t, 'm-6') });
     } finally {
       await m.stop();
     }
   });
 
-  it('given a scripted member, then it counts requests per task id and answers every stage with a valid-looking artifact', async () => {
-    const s = new ScriptedMember(nc, 'm-4', {}, prefix).start();
+  it('given a handler still working, when a cancel notice arrives, then its signal aborts and nothing is answered', async () => {
+    const controller = new Controller().listen();
+    const aborted: string[] = [];
+    let started!: () => void;
+    const working = new Promise<void>((r) => (started = r));
+    const m = new CouncilMember({ nc, memberId: 'm-7', prefix })
+      .onPropose(
+        (_t, ctx) =>
+          new Promise((_resolve, reject) => {
+            started();
+            ctx.signal.addEventListener(
+              'abort',
+              () => (aborted.push(String((ctx.signal.reason as Error).message)), reject(ctx.signal.reason)),
+            );
+          }),
+      )
+      .start();
     try {
-      const reply = dec((await nc.request(`${prefix}.v1.tasks.m-4`, enc(task('proposal', 'm-4')))).data);
-      expect(reply).toMatchObject({ author_member_id: 'm-4', version: 1, parent_candidate_id: null });
-      await nc.request(`${prefix}.v1.tasks.m-4`, enc(task('proposal', 'm-4')), { timeout: 1_000 }).catch(() => undefined);
-      expect(s.requests.get('run1:1:proposal:m-4')).toBe(2);
+      const t = task('proposal', 'm-7');
+      await queue('m-7', t, t.task_id);
+      await working;
+      await queue('m-7', { notice: 'cancel', run_id: 'run1', task_id: t.task_id, reason: 'run-terminated' }, `${t.task_id}:cancel`);
+      await eventually(async () => aborted.length === 1, 'aborted');
+      expect(aborted[0]).toMatch(/cancelled: run-terminated/);
+      await eventually(async () => (await jsm.consumers.info(stream, 'member-m-7')).num_ack_pending === 0, 'both messages settled');
+      expect(controller.answers).toEqual([]);
+    } finally {
+      await m.stop();
+      controller.stop();
+    }
+  });
+
+  it('given a handler slower than the deadline, then its signal aborts at the deadline and nothing is answered', async () => {
+    const controller = new Controller().listen();
+    let reason = '';
+    const m = new CouncilMember({ nc, memberId: 'm-8', prefix })
+      .onPropose(
+        (_t, ctx) =>
+          new Promise((_r, reject) =>
+            ctx.signal.addEventListener('abort', () => ((reason = (ctx.signal.reason as Error).message), reject(ctx.signal.reason))),
+          ),
+      )
+      .start();
+    try {
+      const t = task('proposal', 'm-8', 400);
+      await queue('m-8', t, t.task_id);
+      await eventually(async () => reason !== '', 'aborted at the deadline');
+      expect(reason).toBe('deadline passed');
+      expect(controller.answers).toEqual([]);
+    } finally {
+      await m.stop();
+      controller.stop();
+    }
+  });
+
+  it('given a scripted member, then it counts handler calls per task id and answers content only', async () => {
+    const controller = new Controller().listen();
+    const s = new ScriptedMember(nc, 'm-9', {}, prefix).start();
+    try {
+      const t = task('proposal', 'm-9');
+      await queue('m-9', t, t.task_id);
+      await controller.until(1);
+      const artifact = controller.answers[0].body.ok ? (controller.answers[0].body.artifact as Record<string, unknown>) : {};
+      for (const stamped of ['candidate_id', 'author_member_id', 'version', 'parent_candidate_id', 'confidence_scheme'])
+        expect(artifact).not.toHaveProperty(stamped);
+      expect(s.requests.get(t.task_id)).toBe(1);
     } finally {
       await s.stop();
+      controller.stop();
     }
   });
 });

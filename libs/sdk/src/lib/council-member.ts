@@ -1,24 +1,56 @@
-import type { CouncilErrorBody, CouncilTaskRequest, RunRecord, TaskStage, Usage } from '@conclave/council-protocol';
-import { COUNCIL_COMMANDS, councilSubjects, CouncilSubjects, DEFAULT_COUNCIL_PREFIX, inboxOf } from '@conclave/messaging';
-import { Msg, NatsConnection, Subscription } from 'nats';
+import {
+  CancelNotice,
+  CouncilError,
+  CouncilErrorBody,
+  CouncilTaskRequest,
+  isCancelNotice,
+  MemberAnswerMessage,
+  MemberVerdict,
+  RunRecord,
+  TaskStage,
+  Usage,
+  validateAnswerContent,
+  validateTask,
+} from '@conclave/council-protocol';
+import {
+  COUNCIL_COMMANDS,
+  councilSubjects,
+  CouncilSubjects,
+  DEFAULT_COUNCIL_PREFIX,
+  ensureMemberTaskConsumer,
+  MEMBER_TASK_ACK_WAIT_MS,
+} from '@conclave/messaging';
+import { ConsumerMessages, ErrorCode, JsMsg, NatsConnection, NatsError } from 'nats';
 import { withTraceHeaders } from './tracing';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+/** How long the member waits for the controller's verdict on one answer. */
+const VERDICT_TIMEOUT_MS = 5_000;
+/** Back-off before an answer nobody received is sent again (the controller restarting). */
+const RESEND_DELAY_MS = 1_000;
 
 /** What a member receives on `<prefix>.v1.tasks.<member_id>` (DESIGN.md section 5). */
 export type CouncilTask = CouncilTaskRequest & {
-  /** Set when the controller refused the previous answer to this task: fix it and answer again. */
+  /** Set when the previous answer to this task was refused (by the controller or the schema): fix it and answer again. */
   refusal?: CouncilErrorBody;
 };
 
 export interface CouncilTaskContext {
   readonly memberId: string;
+  /**
+   * Aborted at the task's deadline, when the controller cancels the task (the run ended or the
+   * stage went on without it), or when the member stops. Pass it to the model call.
+   */
+  readonly signal: AbortSignal;
   /** Cost and tokens spent on this task, summed by the controller against the run's budget. */
   reportUsage(usage: Usage): void;
 }
 
-/** Returns the artifact for the task (CandidateArtifact, reviews, RevisionArtifact, ...). */
+/**
+ * Returns the stage's answer, content only: the controller stamps the ids, the author, versions
+ * and owners it already knows (DESIGN.md section 5; schemas on `<prefix>.v1.schemas`).
+ */
 export type CouncilTaskHandler = (task: CouncilTask, context: CouncilTaskContext) => unknown | Promise<unknown>;
 
 export interface CouncilMemberOptions {
@@ -28,37 +60,65 @@ export interface CouncilMemberOptions {
   prefix?: string;
   /** How often a refused answer is retried with the refusal in `task.refusal` (default 1). */
   maxRetries?: number;
-  /** Called with every controller verdict on an answer (accepted or refused with its error). */
+  /** Called with every verdict on an answer (accepted, or refused with its error). */
   onVerdict?: (task: CouncilTask, verdict: CouncilVerdict) => void;
+  /** Called when the controller cancels a task. */
+  onCancel?: (notice: CancelNotice) => void;
+  /** The JetStream stream of the task queues; found from the task subject when left out. */
+  tasksStream?: string;
+  /** Answers kept by task id, so a task delivered again is answered without asking the handler (default 1,000). */
+  cacheSize?: number;
 }
 
-export type CouncilVerdict = { ok: true } | { ok: false; error: CouncilErrorBody };
+export type CouncilVerdict = MemberVerdict;
+
+class Abandoned extends Error {}
+
+/** An answer as the member last sent it, and whether the controller has settled it. */
+interface CachedAnswer {
+  message: MemberAnswerMessage;
+  settled: boolean;
+}
 
 /**
  * One agent on a Council panel: one handler per stage, so that joining takes a few lines.
  *
  * ```ts
  * new CouncilMember({ nc, memberId: 'member-skeptic-01' })
- *   .onPropose(async (task) => candidate)
- *   .onReview(async (task) => reviews)
- *   .onRevise(async (task) => revision)
+ *   .onPropose(async (task, { signal }) => candidateContent)
+ *   .onReview(async (task) => ({ reviews }))
+ *   .onRevise(async (task) => revisionContent)
  *   .start();
  * ```
  *
- * The wire protocol (any language can speak it): the controller sends the task as a request; the
- * member replies with the artifact JSON, or `{ok: true, artifact, usage}` to report usage, or
- * `{ok: false, error: {code, message}}` to report that it cannot do the task. A reply sent with a
- * reply subject gets the controller's verdict there (`{ok: true}` or `{ok: false, error}`); a
- * refused answer may be corrected by replying to the verdict message, until the task's deadline.
+ * The wire protocol (any language can speak it; JSON Schemas on `<prefix>.v1.schemas`): tasks
+ * wait in the member's durable JetStream queue (`<prefix>.v1.tasks.<member_id>`, consumer
+ * `member-<member_id>`) until acknowledged, so a member that is offline for a while gets them when
+ * it returns; a cancel notice (`{notice: 'cancel', task_id}`) in the same queue says to stop. The
+ * member answers by request on `<prefix>.v1.answers.<member_id>` with `{run_id, task_id, ok: true,
+ * artifact, usage?}` or `{run_id, task_id, ok: false, error, usage?}`; the reply is the verdict
+ * `{ok, retry, error?}`. A refused answer with `retry: true` may be corrected until the deadline.
+ *
+ * This SDK acknowledges a task once it has a verdict; validates each task and each answer against
+ * the schemas; aborts the handler's `signal` at the deadline or on a cancel; and answers a task it
+ * already answered (delivered again after a restart of the controller) from its cache, without
+ * asking the handler again.
  */
 export class CouncilMember {
   readonly memberId: string;
   private readonly subjects: CouncilSubjects;
   private readonly handlers = new Map<TaskStage, CouncilTaskHandler>();
-  private subscription: Subscription | undefined;
-  private stopped = false;
-  private readonly verdictWaits = new Set<Subscription>();
+  private messages: ConsumerMessages | undefined;
+  private attached: Promise<void> | undefined;
+  private stopped = true;
   private readonly inFlight = new Set<Promise<void>>();
+  private readonly working = new Map<string, AbortController>();
+  private readonly pending = new Map<string, Promise<'done' | 'later'>>();
+  private readonly cache = new Map<string, CachedAnswer>();
+  private readonly cancelled = new Set<string>();
+  private readyResolve!: () => void;
+  /** Resolves once the member consumes its queue. */
+  readonly ready: Promise<void> = new Promise((r) => (this.readyResolve = r));
 
   constructor(private readonly options: CouncilMemberOptions) {
     this.memberId = options.memberId;
@@ -90,95 +150,213 @@ export class CouncilMember {
     return this;
   }
 
-  /** Subscribes to `<prefix>.v1.tasks.<member_id>`. */
+  /** Starts consuming `<prefix>.v1.tasks.<member_id>` (in the background: tasks wait in the queue meanwhile). */
   start(): this {
-    if (this.subscription) return this;
+    if (!this.stopped) return this;
     this.stopped = false;
-    this.subscription = this.options.nc.subscribe(this.subjects.task(this.memberId), {
-      callback: (err, msg) => {
-        if (err) return;
-        const work = this.serve(msg).catch(() => undefined);
-        this.inFlight.add(work);
-        void work.finally(() => this.inFlight.delete(work));
-      },
-    });
+    this.attached = this.consume().catch(() => undefined);
     return this;
   }
 
-  /** Stops taking tasks and waits for the ones in progress. */
+  /** Stops taking tasks; a task in progress is abandoned and handed back to the queue for the next session. */
   async stop(): Promise<void> {
-    const sub = this.subscription;
-    this.subscription = undefined;
+    if (this.stopped) return;
     this.stopped = true;
-    for (const wait of this.verdictWaits) wait.unsubscribe();
-    if (sub && !this.options.nc.isClosed()) await sub.drain().catch(() => undefined);
+    for (const c of this.working.values()) c.abort(new Abandoned('member stopping'));
+    await this.messages?.close().catch(() => undefined);
+    await this.attached;
     await Promise.all([...this.inFlight]);
   }
 
-  private async serve(msg: Msg): Promise<void> {
-    let task: CouncilTask;
-    try {
-      task = JSON.parse(decoder.decode(msg.data)) as CouncilTask;
-    } catch {
-      return;
-    }
-    let target: Msg = msg;
-    const retries = this.options.maxRetries ?? 1;
-    for (let attempt = 0; attempt <= retries; attempt++) {
-      const body = await this.answer(task);
-      if (this.stopped) return;
-      const verdict = await this.respond(target, body, task.deadline);
-      if (!verdict) return;
-      this.options.onVerdict?.(task, verdict.verdict);
-      if (verdict.verdict.ok || body['ok'] === false || !verdict.msg.reply) return;
-      task = { ...task, refusal: verdict.verdict.error };
-      target = verdict.msg;
-    }
-  }
-
-  private async answer(task: CouncilTask): Promise<Record<string, unknown>> {
-    const handler = this.handlers.get(task.stage);
-    if (!handler) return { ok: false, error: { code: 'UNSUPPORTED_STAGE', message: `${this.memberId} has no handler for ${task.stage}` } };
-    let usage: Usage | undefined;
-    const context: CouncilTaskContext = { memberId: this.memberId, reportUsage: (u) => (usage = u) };
-    try {
-      const artifact = await handler(task, context);
-      return usage ? { ok: true, artifact, usage } : { ok: true, artifact };
-    } catch (err) {
-      // Spend before the failure still counts against the run's budget.
-      const error = { code: 'MEMBER_FAILURE', message: (err as Error)?.message ?? String(err) };
-      return usage ? { ok: false, error, usage } : { ok: false, error };
-    }
-  }
-
-  /** Replies with a reply subject of our own and waits for the controller's verdict (until the deadline). */
-  private async respond(
-    target: Msg,
-    body: Record<string, unknown>,
-    deadline: string,
-  ): Promise<{ verdict: CouncilVerdict; msg: Msg } | undefined> {
+  private async consume(): Promise<void> {
     const nc = this.options.nc;
-    if (nc.isClosed()) return undefined;
-    const wire = body['ok'] === true && body['usage'] === undefined ? body['artifact'] : body;
-    const inbox = inboxOf(nc);
-    const sub = nc.subscribe(inbox, { max: 1 });
-    this.verdictWaits.add(sub);
-    const wait = Math.max(Date.parse(deadline) - Date.now(), 0) + 2_000;
-    const timer = setTimeout(() => sub.unsubscribe(), wait);
+    const jsm = await nc.jetstreamManager();
+    const subject = this.subjects.task(this.memberId);
+    let stream = this.options.tasksStream;
+    // The controller creates the stream at its start; a member may come up first.
+    while (!stream && !this.stopped) {
+      stream = await jsm.streams.find(subject).catch(() => undefined);
+      if (!stream) await new Promise((r) => setTimeout(r, 250));
+    }
+    if (!stream || this.stopped) return;
+    const durable = await ensureMemberTaskConsumer(jsm, stream, this.subjects.prefix, this.memberId);
+    const consumer = await nc.jetstream().consumers.get(stream, durable);
+    const messages = await consumer.consume({ max_messages: 64 });
+    this.messages = messages;
+    if (this.stopped) return void (await messages.close().catch(() => undefined));
+    this.readyResolve();
+    for await (const m of messages) {
+      const work = this.handle(m).catch(() => m.nak(RESEND_DELAY_MS));
+      this.inFlight.add(work);
+      void work.finally(() => this.inFlight.delete(work));
+    }
+  }
+
+  private async handle(m: JsMsg): Promise<void> {
+    let body: unknown;
     try {
-      if (!target.respond(encoder.encode(JSON.stringify(wire)), { reply: inbox })) return undefined;
-      for await (const m of sub) {
-        return { verdict: JSON.parse(decoder.decode(m.data)) as CouncilVerdict, msg: m };
-      }
-      return undefined;
+      body = JSON.parse(decoder.decode(m.data));
     } catch {
-      return undefined;
+      return m.term();
+    }
+    if (isCancelNotice(body)) {
+      const notice = body as CancelNotice;
+      this.remember(this.cancelled, notice.task_id);
+      this.working.get(notice.task_id)?.abort(new Abandoned(`cancelled: ${notice.reason}`));
+      this.options.onCancel?.(notice);
+      return m.ack();
+    }
+    const task = body as CouncilTask;
+    try {
+      validateTask(task);
+    } catch (err) {
+      // Not a task this SDK understands: tell the controller (the task fails now, not at its deadline).
+      if (typeof task?.task_id === 'string' && typeof task?.run_id === 'string') {
+        const error = { code: 'SCHEMA_VIOLATION', message: `the member refused the task: ${(err as Error).message}` };
+        await this.submit({ run_id: task.run_id, task_id: task.task_id, ok: false, error });
+      }
+      return m.term();
+    }
+    if (this.cancelled.has(task.task_id) || Date.parse(task.deadline) <= Date.now()) return m.term();
+    // Keeps the task ours while the handler works (a model call may outlast the ack wait).
+    const beat = setInterval(() => m.working(), Math.floor(MEMBER_TASK_ACK_WAIT_MS / 3));
+    try {
+      let run = this.pending.get(task.task_id);
+      if (!run) {
+        run = this.serve(task).finally(() => this.pending.delete(task.task_id));
+        this.pending.set(task.task_id, run);
+      }
+      const outcome = await run;
+      if (outcome === 'later') m.nak(this.stopped ? 0 : RESEND_DELAY_MS);
+      else m.ack();
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  /** Answers one task: from the cache when it was answered before, else by the handler; then the verdict. */
+  private async serve(task: CouncilTask): Promise<'done' | 'later'> {
+    const cached = this.cache.get(task.task_id);
+    if (cached?.settled) return 'done';
+    const control = new AbortController();
+    this.working.set(task.task_id, control);
+    const timer = setTimeout(() => control.abort(new Abandoned('deadline passed')), Math.max(Date.parse(task.deadline) - Date.now(), 0));
+    try {
+      let message = cached?.message;
+      let current = task;
+      for (let attempt = 0; ; attempt++) {
+        if (!message) {
+          const produced = await this.produce(current, control.signal);
+          if (produced === undefined) return this.stopped ? 'later' : 'done';
+          if ('local' in produced && attempt < this.retries) {
+            // Refused by the schema before sending: the handler may fix it, as for a controller refusal.
+            this.options.onVerdict?.(current, produced.local);
+            current = { ...task, refusal: produced.local.error };
+            continue;
+          }
+          message = produced.message;
+          this.cache.set(task.task_id, { message, settled: false });
+          this.trimCache();
+        }
+        const verdict = await this.submit(message);
+        if (!verdict) return 'later';
+        this.options.onVerdict?.(current, verdict);
+        if (verdict.ok || !verdict.retry || !message.ok || attempt >= this.retries || control.signal.aborted) {
+          this.cache.set(task.task_id, { message, settled: true });
+          return 'done';
+        }
+        current = { ...task, refusal: verdict.error as CouncilErrorBody };
+        message = undefined;
+      }
     } finally {
       clearTimeout(timer);
-      sub.unsubscribe();
-      this.verdictWaits.delete(sub);
+      this.working.delete(task.task_id);
     }
   }
+
+  private get retries(): number {
+    return this.options.maxRetries ?? 1;
+  }
+
+  /** Runs the handler under the task's signal; undefined when the task was abandoned (deadline, cancel, stop). */
+  private async produce(
+    task: CouncilTask,
+    signal: AbortSignal,
+  ): Promise<
+    { message: MemberAnswerMessage } | { message: MemberAnswerMessage; local: Extract<MemberVerdict, { ok: false }> } | undefined
+  > {
+    const ids = { run_id: task.run_id, task_id: task.task_id };
+    const handler = this.handlers.get(task.stage);
+    if (!handler) {
+      const error = { code: 'UNSUPPORTED_STAGE', message: `${this.memberId} has no handler for ${task.stage}` };
+      return { message: { ...ids, ok: false, error } };
+    }
+    let usage: Usage | undefined;
+    const context: CouncilTaskContext = { memberId: this.memberId, signal, reportUsage: (u) => (usage = u) };
+    const withUsage = <T extends object>(m: T) => (usage ? { ...m, usage } : m);
+    let artifact: unknown;
+    try {
+      artifact = await abortable(
+        Promise.resolve().then(() => handler(task, context)),
+        signal,
+      );
+    } catch (err) {
+      if (signal.aborted) return undefined;
+      // Spend before the failure still counts against the run's budget.
+      const error = { code: 'MEMBER_FAILURE', message: (err as Error)?.message ?? String(err) };
+      return { message: withUsage({ ...ids, ok: false as const, error }) };
+    }
+    const message = withUsage({ ...ids, ok: true as const, artifact });
+    try {
+      validateAnswerContent(task.stage, artifact);
+      return { message };
+    } catch (err) {
+      if (!(err instanceof CouncilError)) throw err;
+      return { message, local: { ok: false, retry: true, error: err.toJSON() } };
+    }
+  }
+
+  /** Sends an answer and waits for the verdict; undefined when no controller took it (answer again later). */
+  private async submit(message: MemberAnswerMessage): Promise<MemberVerdict | undefined> {
+    const nc = this.options.nc;
+    if (nc.isClosed()) return undefined;
+    try {
+      const reply = await nc.request(this.subjects.answer(this.memberId), encoder.encode(JSON.stringify(message)), {
+        timeout: VERDICT_TIMEOUT_MS,
+      });
+      const verdict = JSON.parse(decoder.decode(reply.data)) as MemberVerdict;
+      // A controller that could not record the answer (stopping, log unavailable): send it again later.
+      if (!verdict.ok && verdict.retry && verdict.error?.code === 'INTERNAL') return undefined;
+      return verdict;
+    } catch (err) {
+      const code = (err as NatsError).code;
+      if (code === ErrorCode.NoResponders || code === ErrorCode.Timeout) return undefined;
+      throw err;
+    }
+  }
+
+  private remember(set: Set<string>, id: string): void {
+    set.add(id);
+    if (set.size > (this.options.cacheSize ?? 1_000)) set.delete(set.values().next().value as string);
+  }
+
+  private trimCache(): void {
+    const max = this.options.cacheSize ?? 1_000;
+    while (this.cache.size > max) this.cache.delete(this.cache.keys().next().value as string);
+  }
+}
+
+/** Settles with the promise, or rejects as soon as the signal aborts (the handler may ignore it). */
+function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (v) => (signal.removeEventListener('abort', onAbort), resolve(v)),
+      (e) => (signal.removeEventListener('abort', onAbort), reject(e)),
+    );
+  });
 }
 
 /** A refusal of the Council API, with its stable code (DESIGN.md section 5). */

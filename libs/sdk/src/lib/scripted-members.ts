@@ -4,8 +4,9 @@ import { CouncilMember, CouncilTask, CouncilVerdict } from './council-member';
 
 /*
  * Deterministic scripted Council members, for the demo, the end-to-end tests and the benchmark.
- * Every artifact is a pure function of the task (and of a per-member counter where a script needs
- * "a new objection each round"); only the optional delay touches the clock.
+ * Every answer is a pure function of the task (and of a per-member counter where a script needs
+ * "a new objection each round"); only the optional delay touches the clock. Answers are content
+ * only: the controller stamps ids, authors, versions and owners.
  */
 
 interface BlindCandidate {
@@ -61,9 +62,6 @@ export const highIssue = (claim = 'No rollback plan for the ledger cutover'): Sc
 
 export function candidateFor(task: CouncilTask, memberId: string): Record<string, unknown> {
   return {
-    candidate_id: `cand-${memberId}-${task.goal_contract.goal_contract_id}-v1`,
-    author_member_id: memberId,
-    version: 1,
     position: `Migrate in two phases (${memberId} view)`,
     claims: ['Phase one covers the ledger'],
     evidence_refs: [task.goal_contract.evidence_set[0] ?? 'ev-none'],
@@ -72,17 +70,13 @@ export function candidateFor(task: CouncilTask, memberId: string): Record<string
     risks: ['dual-write drift'],
     reversal_signals: ['reconciliation errors above 0.1%'],
     actions: ['build the ledger projection'],
-    confidence_scheme: 'ordinal-confidence-v1',
     confidence: 'medium',
-    parent_candidate_id: null,
   };
 }
 
 export function reviewsFor(task: CouncilTask, reviewer: string, b: ScriptedBehaviour): Record<string, unknown>[] {
   const round = roundOfTask(task);
   return (task.inputs['candidates'] as BlindCandidate[]).map((c) => ({
-    review_id: `rev-${reviewer}-r${round}-on-${c.candidate_ref}`,
-    reviewer_member_id: reviewer,
     target_candidate_id: c.candidate_ref,
     rubric_scores: { evidence: b.score ? b.score(c.candidate_ref, round) : 3, correctness: 3 },
     strengths: ['clear plan'],
@@ -109,18 +103,19 @@ export function conflictMapFor(task: CouncilTask, round: number, extra: Record<s
   };
 }
 
+/** The fields of a candidate the controller stamps, and the previous revision's responses. */
+const NOT_CONTENT = ['candidate_id', 'author_member_id', 'version', 'parent_candidate_id', 'confidence_scheme', 'responses'];
+
 export function revisionFor(task: CouncilTask, b: ScriptedBehaviour): Record<string, unknown> {
   const own = task.inputs['candidate'] as Record<string, unknown>;
+  const content = Object.fromEntries(Object.entries(own).filter(([k]) => !NOT_CONTENT.includes(k)));
   const issues = task.inputs['selected_issues'] as { issue_id: string }[];
   const version = Number(own['version']);
   const position = b.revisedPosition
     ? b.revisedPosition(String(own['position']), version)
     : `${own['position']} + rollback v${version + 1}`;
   return {
-    ...own,
-    candidate_id: `${String(own['candidate_id']).replace(/-v\d+$/, '')}-v${version + 1}`,
-    version: version + 1,
-    parent_candidate_id: own['candidate_id'],
+    ...content,
     position,
     responses: issues.map((i) => ({ review_issue: i.issue_id, disposition: 'accepted', change: 'added a rollback step' })),
   };
@@ -130,8 +125,6 @@ export function decisionFor(task: CouncilTask, overrides: Record<string, unknown
   const cands = task.inputs['candidates'] as BlindCandidate[];
   const required = (task.inputs['required_dissent'] as string[] | undefined) ?? [];
   return {
-    decision_id: `decision-${task.run_id}`,
-    goal_contract_id: task.goal_contract.goal_contract_id,
     selected_path: cands[0].candidate_ref,
     chair_mode: 'select',
     decision: `Adopt ${cands[0].candidate_ref}: ${cands[0].position}`,
@@ -142,9 +135,7 @@ export function decisionFor(task: CouncilTask, overrides: Record<string, unknown
     actions: ['build the ledger projection'],
     stop_loss_conditions: ['reconciliation errors above 0.1%'],
     reversal_signals: ['p99 latency doubles'],
-    confidence_scheme: 'ordinal-confidence-v1',
     confidence: 'medium',
-    decision_owner: task.goal_contract.decision_owner,
     ...overrides,
   };
 }
@@ -160,9 +151,7 @@ export function scriptedArtifact(task: CouncilTask, memberId: string, b: Scripte
     case 'conflict-map':
       return conflictMapFor(task, round, b.extraConflicts ? b.extraConflicts(task, round) : []);
     case 'frame-check':
-      return b.frame
-        ? b.frame(task, memberId, round)
-        : { frame_check_id: `fc-${round}`, observer_member_id: memberId, result: 'frame-holds' };
+      return b.frame ? b.frame(task, memberId, round) : { frame_check_id: `fc-${round}`, result: 'frame-holds' };
     case 'revision':
       return revisionFor(task, b);
     case 'synthesis':
@@ -202,7 +191,7 @@ export class ScriptedMember {
       await behaviour.hold?.(task);
       if (behaviour.usage) ctx.reportUsage(behaviour.usage);
       if (behaviour.fail?.(task)) throw new Error(`${memberId} failed on ${task.stage} (scripted)`);
-      if (behaviour.malformed?.(task)) return { candidate_id: `cand-${memberId}-malformed`, author_member_id: memberId, version: 1 };
+      if (behaviour.malformed?.(task)) return { position: `${memberId} forgot everything else` };
       return scriptedArtifact(task, memberId, behaviour);
     };
     this.member = new CouncilMember({
@@ -224,9 +213,11 @@ export class ScriptedMember {
     return this;
   }
 
-  stop(): Promise<void> {
+  async stop(): Promise<void> {
+    // Abandons held tasks first (back to the queue), then lets the silent handlers go.
+    const stopped = this.member.stop();
     this.release();
-    return this.member.stop();
+    await stopped;
   }
 
   /** Resolves once `test` holds (checked on every task and verdict), or rejects at the deadline. */
@@ -302,7 +293,6 @@ export function frameChallengerBehaviour(initialGoalContractId: string): Scripte
       task.goal_contract.goal_contract_id === initialGoalContractId
         ? {
             frame_check_id: `fc-${round}`,
-            observer_member_id: memberId,
             result: 'frame-challenge',
             assumed_frame: 'billing is an engineering question',
             excluded: { kind: 'stakeholder', description: 'finance auditors' },
@@ -310,7 +300,7 @@ export function frameChallengerBehaviour(initialGoalContractId: string): Scripte
             reversal_signal: 'auditors accept the ledger',
             re_entry_action: 'add auditor sign-off to success criteria',
           }
-        : { frame_check_id: `fc-${round}`, observer_member_id: memberId, result: 'frame-holds' },
+        : { frame_check_id: `fc-${round}`, result: 'frame-holds' },
   };
 }
 

@@ -1,0 +1,86 @@
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { CancelNotice, CouncilError, CouncilTaskRequest, MemberVerdict } from '@conclave/council-protocol';
+import { acpStreamNames, councilSubjects, ensureCouncilTaskStream, publishJsonOnce, QUEUE_GROUPS } from '@conclave/messaging';
+import { NATS_CONNECTION, SERVICE_CONFIG } from '@conclave/service-kit';
+import { Msg, NatsConnection, Subscription } from 'nats';
+import { CouncilConfig } from './council.config';
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export type AnswerHandler = (memberId: string, body: unknown) => Promise<MemberVerdict>;
+
+/**
+ * The member task transport: tasks and cancel notices go to each member's durable queue on
+ * JetStream (`<prefix>.v1.tasks.<member_id>`, stream COUNCIL_TASKS), kept until the member
+ * acknowledges them, so a member that is briefly offline still receives its task when it comes
+ * back. Members answer by request on `<prefix>.v1.answers.<member_id>` (served by every replica in
+ * the council queue group); the reply is the verdict. Nothing here decides: the run driver does.
+ */
+@Injectable()
+export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutdown {
+  private readonly logger = new Logger('MemberTaskTransport');
+  private readonly subjects;
+  private readonly stream: string;
+  private answers: Subscription | undefined;
+
+  constructor(
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    @Inject(SERVICE_CONFIG) private readonly config: CouncilConfig,
+  ) {
+    this.subjects = councilSubjects(config.councilPrefix);
+    this.stream = acpStreamNames(config.streamSuffix).councilTasks;
+  }
+
+  async onModuleInit(): Promise<void> {
+    await ensureCouncilTaskStream(await this.nc.jetstreamManager(), this.stream, this.config.councilPrefix, this.config.logReplicas);
+  }
+
+  /** Queues a task for its member; `Nats-Msg-Id` = the task id, so a resend after a restart is not queued twice. */
+  async publishTask(memberId: string, request: CouncilTaskRequest): Promise<void> {
+    await publishJsonOnce(this.nc.jetstream(), this.subjects.task(memberId), request, request.task_id);
+  }
+
+  async publishCancel(memberId: string, notice: CancelNotice): Promise<void> {
+    await publishJsonOnce(this.nc.jetstream(), this.subjects.task(memberId), notice, `${notice.task_id}:cancel`);
+  }
+
+  /** Serves `<prefix>.v1.answers.*`: the member id is the subject's last token. */
+  serveAnswers(handle: AnswerHandler): void {
+    if (this.answers) return;
+    this.answers = this.nc.subscribe(this.subjects.allAnswers, {
+      queue: QUEUE_GROUPS.council,
+      callback: (err, msg) => {
+        if (!err) void this.onAnswer(msg, handle);
+      },
+    });
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    const sub = this.answers;
+    this.answers = undefined;
+    if (sub && !this.nc.isClosed()) await sub.drain().catch(() => undefined);
+  }
+
+  private async onAnswer(msg: Msg, handle: AnswerHandler): Promise<void> {
+    const memberId = msg.subject.split('.').pop() as string;
+    let verdict: MemberVerdict;
+    try {
+      let body: unknown;
+      try {
+        body = JSON.parse(decoder.decode(msg.data));
+      } catch {
+        throw new CouncilError('SCHEMA_VIOLATION', 'the answer is not JSON');
+      }
+      verdict = await handle(memberId, body);
+    } catch (err) {
+      if (err instanceof CouncilError) verdict = { ok: false, retry: false, error: err.toJSON() };
+      else {
+        // Not the member's fault (the log is unavailable, the replica is stopping): answer again later.
+        this.logger.warn(`answer from ${memberId} not handled: ${(err as Error).message}`);
+        verdict = { ok: false, retry: true, error: { code: 'INTERNAL', message: 'the answer could not be recorded; send it again' } };
+      }
+    }
+    if (msg.reply && !this.nc.isClosed()) msg.respond(encoder.encode(JSON.stringify(verdict)));
+  }
+}
