@@ -17,6 +17,8 @@ export type { AuthSettings } from './lib/auth/auth-config';
 export { ParticipantDirectory } from './lib/auth/participant-directory';
 export { NonceStore } from './lib/auth/nonce-store';
 export { RejectionRecorder, COMMAND_REJECTED, rejectionsStream } from './lib/auth/rejection-recorder';
+export { RateLimiter, RateLimitedError } from './lib/auth/rate-limiter';
+export type { RateDecision, RateLimits } from './lib/auth/rate-limiter';
 export type { CommandRejected } from './lib/auth/rejection-recorder';
 export type { CommandRequest, Identity } from './lib/auth/identity';
 export { decodeBase64, ed25519PublicKey, payloadHash, sha256Hex, verifyEd25519 } from './lib/auth/crypto';

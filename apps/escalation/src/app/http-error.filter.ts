@@ -18,6 +18,7 @@ export const HTTP_STATUS: Record<AcpErrorCode, number> = {
   UNAUTHENTICATED: 401,
   FORBIDDEN: 403,
   PAYLOAD_TOO_LARGE: 413,
+  RATE_LIMITED: 429,
   CONFLICT: 409,
   INTERNAL: 500,
 };
@@ -31,6 +32,7 @@ export class HttpErrorFilter implements ExceptionFilter {
     const res = host.switchToHttp().getResponse<Response>();
     const error = toAcpError(exception);
     if (error.code === 'INTERNAL') this.logger.error('request failed', (exception as Error)?.stack);
+    if (error.retryAfterMs !== undefined) res.setHeader('Retry-After', String(Math.ceil(error.retryAfterMs / 1000)));
     res.status(HTTP_STATUS[error.code]).json(errorReply(error));
   }
 }

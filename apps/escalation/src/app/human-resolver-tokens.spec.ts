@@ -51,10 +51,32 @@ describe('human tokens name registered participants', () => {
   it('given repeated wrong tokens from one source, then even the right token is refused from it, not from another', async () => {
     const t = tokens(true);
     for (let i = 0; i < TOKEN_FAILURES_PER_WINDOW; i++) await code(t.identify({ authorization: `Bearer wrong-${i}`, source: 'http:9' }));
-    await expect(t.identify({ authorization: `Bearer ${TOKEN}`, source: 'http:9' })).rejects.toThrow(/too many failed token attempts/);
+    await expect(t.identify({ authorization: `Bearer ${TOKEN}`, source: 'http:9' })).rejects.toMatchObject({
+      code: 'RATE_LIMITED',
+      retryAfterMs: expect.any(Number),
+      message: expect.stringMatching(/too many failed token attempts/),
+    });
     await expect(t.identify({ authorization: `Bearer ${TOKEN}`, source: 'http:1' })).resolves.toMatchObject({
       participant_id: 'human:alice',
     });
+  });
+
+  it('given wrong tokens over NATS naming mallory, then a token naming alice still works: on NATS the limit is kept per named participant', async () => {
+    const t = tokens(true);
+    for (let i = 0; i < TOKEN_FAILURES_PER_WINDOW + 5; i++) {
+      await code(t.identify({ authorization: `Bearer wrong-${i}`, declared: 'mallory', source: 'nats' }));
+    }
+    expect(await code(t.identify({ authorization: `Bearer wrong-x`, declared: 'mallory', source: 'nats' }))).toBe('RATE_LIMITED');
+    await expect(t.identify({ authorization: `Bearer ${TOKEN}`, declared: 'human:alice', source: 'nats' })).resolves.toMatchObject({
+      participant_id: 'human:alice',
+      via: 'token',
+    });
+  });
+
+  it("given a NATS request naming mallory with alice's token, then it is refused: a token matches only the participant the request names", async () => {
+    expect(await code(tokens(true).identify({ authorization: `Bearer ${TOKEN}`, declared: 'mallory', source: 'nats' }))).toBe(
+      'UNAUTHENTICATED',
+    );
   });
 
   it('given auth off, then the declared identity is taken, and a presented token is still checked', async () => {

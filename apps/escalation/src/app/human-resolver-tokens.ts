@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { AcpError } from '@conclave/acp-protocol';
 import { AUTH_HEADERS } from '@conclave/registry-protocol';
-import { CommandContext, CommandRequest, Identity, ParticipantDirectory } from '@conclave/service-kit';
+import { CommandContext, CommandRequest, Identity, ParticipantDirectory, RateLimitedError } from '@conclave/service-kit';
 import { ESCALATION_SETTINGS, EscalationSettings } from './escalation.config';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -19,7 +19,10 @@ export interface HumanCredentials {
   authorization?: string;
   /** The identity the body declares (`resolved_by`), taken as is only with auth off. */
   declared?: string;
-  /** Who is knocking, for the failed-token limit: the HTTP client address, or `nats`. */
+  /**
+   * Who is knocking, for the failed-token limit: `http:<client address>`, or `nats` (a NATS
+   * message carries no address: the limit is then kept per participant the request names).
+   */
   source: string;
 }
 
@@ -35,6 +38,8 @@ export interface HumanCredentials {
 export class HumanResolverTokens {
   private readonly tokens: Array<{ digest: Buffer; participant: string }>;
   private readonly failures = new Map<string, number[]>();
+  /** Sources refused since their last allowed attempt: only the first refusal is audited. */
+  private readonly refusing = new Set<string>();
 
   constructor(
     @Inject(ESCALATION_SETTINGS) settings: EscalationSettings,
@@ -55,7 +60,18 @@ export class HumanResolverTokens {
     if (request && (request.getHeaders()?.get(AUTH_HEADERS.signature) || (token !== undefined && looksLikeJwt(token)))) {
       return this.context.authenticate(request, credentials.declared);
     }
-    if (token !== undefined && (this.required || this.tokens.length > 0)) return this.byToken(token, credentials.source);
+    if (token !== undefined && (this.required || this.tokens.length > 0)) {
+      // On NATS the request names whose token it is (the body's declared identity, else the
+      // Conclave-Participant header) and the token is compared with that participant's tokens
+      // only: failures are counted per named participant, so one caller's wrong tokens never
+      // lock out another, and guessing under many names finds no one's token faster.
+      const named =
+        credentials.source === 'nats'
+          ? (credentials.declared ?? credentials.request?.getHeaders()?.get(AUTH_HEADERS.participant))
+          : undefined;
+      const source = credentials.source === 'nats' ? `nats:${named || '-'}` : credentials.source;
+      return this.byToken(token, source, named || undefined);
+    }
     if (!this.required) return this.context.authenticate(undefined, credentials.declared);
     throw new AcpError(
       'UNAUTHENTICATED',
@@ -63,12 +79,13 @@ export class HumanResolverTokens {
     );
   }
 
-  private async byToken(token: string, source: string): Promise<Identity> {
+  private async byToken(token: string, source: string, named?: string): Promise<Identity> {
     this.checkRate(source);
     const presented = digest(token);
-    // Compare with every configured token, in constant time for each.
+    // Compare with every configured token (of the named participant, when one is named), in constant time for each.
     let participant: string | undefined;
-    for (const t of this.tokens) if (timingSafeEqual(t.digest, presented)) participant = t.participant;
+    for (const t of this.tokens)
+      if (timingSafeEqual(t.digest, presented) && (named === undefined || t.participant === named)) participant = t.participant;
     if (participant === undefined) {
       this.fail(source);
       throw new AcpError('UNAUTHENTICATED', 'the token is not a token of this deployment');
@@ -89,9 +106,16 @@ export class HumanResolverTokens {
   }
 
   private checkRate(source: string): void {
-    if (this.recent(source).length >= TOKEN_FAILURES_PER_WINDOW) {
-      throw new AcpError('UNAUTHENTICATED', 'too many failed token attempts from this source; retry later');
+    const recent = this.recent(source);
+    if (recent.length < TOKEN_FAILURES_PER_WINDOW) {
+      this.refusing.delete(source);
+      return;
     }
+    const retryAfterMs = Math.max(1, recent[0] + TOKEN_FAILURE_WINDOW_MS - Date.now());
+    const repeat = this.refusing.has(source);
+    if (this.refusing.size > 10_000) this.refusing.clear();
+    this.refusing.add(source);
+    throw new RateLimitedError(`too many failed token attempts from ${source}; retry after ${retryAfterMs} ms`, retryAfterMs, repeat);
   }
 
   private fail(source: string): void {

@@ -17,6 +17,7 @@ export const ACP_ERROR_CODES = [
   'UNAUTHENTICATED',
   'FORBIDDEN',
   'PAYLOAD_TOO_LARGE',
+  'RATE_LIMITED',
   'CONFLICT',
   'INTERNAL',
 ] as const;
@@ -28,6 +29,8 @@ export interface AcpErrorBody {
   code: AcpErrorCode;
   message: string;
   field?: string;
+  /** RATE_LIMITED: how long to wait before the next attempt can succeed. */
+  retry_after_ms?: number;
 }
 
 /**
@@ -41,14 +44,19 @@ export class AcpError extends Error {
     readonly code: AcpErrorCode,
     message: string,
     readonly field?: string,
+    /** A retry hint (RATE_LIMITED). */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
   }
 
   toJSON(): AcpErrorBody {
-    return this.field === undefined
-      ? { code: this.code, message: this.message }
-      : { code: this.code, message: this.message, field: this.field };
+    return {
+      code: this.code,
+      message: this.message,
+      ...(this.field === undefined ? {} : { field: this.field }),
+      ...(this.retryAfterMs === undefined ? {} : { retry_after_ms: this.retryAfterMs }),
+    };
   }
 }
 

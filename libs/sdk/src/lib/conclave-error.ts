@@ -5,11 +5,14 @@ export class ConclaveError extends Error {
   override readonly name = 'ConclaveError';
   readonly code: AcpErrorCode;
   readonly field?: string;
+  /** RATE_LIMITED: wait this long before retrying. */
+  readonly retryAfterMs?: number;
 
   constructor(body: AcpErrorBody, options?: { cause?: unknown }) {
     super(`${body.code}: ${body.message}`, options);
     this.code = body.code;
     this.field = body.field;
+    if (typeof body.retry_after_ms === 'number') this.retryAfterMs = body.retry_after_ms;
   }
 }
 

@@ -21,6 +21,7 @@ import {
   signingInput,
 } from '@conclave/registry-protocol';
 import type { Clock, IdGenerator } from './runtime';
+import { RateLimitedError, RateLimiter } from './auth/rate-limiter';
 import { ServiceConfig } from './service-config';
 import { CLOCK, IDS, SERVICE_CONFIG } from './tokens';
 import { AuthSettings, authSettingsOf } from './auth/auth-config';
@@ -49,6 +50,8 @@ import { ParticipantDirectory } from './auth/participant-directory';
 @Injectable()
 export class CommandContext {
   private readonly settings: AuthSettings;
+  /** Per authenticated participant: one participant's flood never uses up another's allowance. */
+  private readonly limiter: RateLimiter;
 
   constructor(
     @Inject(CLOCK) private readonly clock: Clock,
@@ -58,6 +61,7 @@ export class CommandContext {
     @Optional() private readonly nonces?: NonceStore,
   ) {
     this.settings = authSettingsOf(config);
+    this.limiter = new RateLimiter(this.settings.rateLimit);
   }
 
   get authRequired(): boolean {
@@ -135,10 +139,25 @@ export class CommandContext {
     if (signer.status !== 'active') throw unauthenticated(endedKey(participant, signer, state.participant.pending_rotation?.effective_at));
     if (!activeKeys(state.participant, this.now()).some((k) => k.key_id === signer.key_id))
       throw unauthenticated(endedKey(participant, signer));
+    // Counted only once the signature verified, so nobody spends another participant's allowance;
+    // before the nonce, so a refused request can be sent again as it is.
+    this.throttle(participant);
     // Last, so that only a valid signature can spend a nonce.
     const nonceKey = `${participantStream(participant).slice('participant-'.length)}.${nonce}`;
     if (!(await this.nonces.claim(nonceKey))) throw unauthenticated(`replayed request: nonce ${nonce} was already used by ${participant}`);
     return { participant_id: participant, via: 'signature', key_id: signer.key_id, state };
+  }
+
+  /** RATE_LIMITED (with the wait in retry_after_ms) once the participant's allowance is spent. */
+  private throttle(participant: string): void {
+    const decision = this.limiter.take(participant, this.clock.now().getTime());
+    if (decision.allowed) return;
+    throw new RateLimitedError(
+      `too many commands from ${participant}: at most ${this.settings.rateLimit.perSecond} per second (bursts of ${this.settings.rateLimit.burst}); retry after ${decision.retryAfterMs} ms`,
+      decision.retryAfterMs,
+      !decision.firstRefusal,
+      participant,
+    );
   }
 
   /**
@@ -183,6 +202,7 @@ export class CommandContext {
       throw unauthenticated('the JWT is bound to another body (body_sha256)');
     const jti = String(verified.payload.jti);
     if (!isNonce(jti)) throw unauthenticated('jti must be 16 to 128 characters of [A-Za-z0-9_-]');
+    this.throttle(participant);
     const nonceKey = `${participantStream(participant).slice('participant-'.length)}.${jti}`;
     if (!(await this.nonces!.claim(nonceKey))) throw unauthenticated(`replayed request: jti ${jti} was already used by ${participant}`);
     return { participant_id: participant, via: 'jwt', key_id: verified.keyId, state };

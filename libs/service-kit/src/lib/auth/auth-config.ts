@@ -43,6 +43,25 @@ export class AuthenticatedServiceConfig extends ServiceConfig {
   @Expose({ name: 'CONCLAVE_INSECURE_OPEN_NATS' })
   @IsIn(['true', 'false'])
   insecureOpenNats: 'true' | 'false' = 'false';
+
+  /**
+   * Authenticated commands accepted per participant and second, sustained, by each replica
+   * (one participant's flood is refused RATE_LIMITED with a retry hint; others go on).
+   */
+  @Expose({ name: 'CONCLAVE_RATE_LIMIT_PER_SECOND' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  rateLimitPerSecond = 100;
+
+  /** How many commands a participant may send at once after a quiet spell. */
+  @Expose({ name: 'CONCLAVE_RATE_LIMIT_BURST' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  rateLimitBurst = 500;
 }
 
 export interface AuthSettings {
@@ -51,6 +70,7 @@ export interface AuthSettings {
   responseFactors: 'registry' | 'declared';
   bootstrapAdmin?: { participant_id: string; public_key: string };
   insecureOpenNats: boolean;
+  rateLimit: { perSecond: number; burst: number };
 }
 
 export function authSettingsOf(config: ServiceConfig): AuthSettings {
@@ -61,6 +81,7 @@ export function authSettingsOf(config: ServiceConfig): AuthSettings {
     authSkewMs: c.authSkewMs ?? 30_000,
     responseFactors: c.responseFactors ?? 'registry',
     insecureOpenNats: c.insecureOpenNats === 'true',
+    rateLimit: { perSecond: c.rateLimitPerSecond ?? 100, burst: c.rateLimitBurst ?? 500 },
     ...(id && key ? { bootstrapAdmin: { participant_id: id, public_key: key } } : {}),
   };
 }

@@ -2,13 +2,14 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { AcpError } from '@conclave/acp-protocol';
 import type { LogEvent } from '@conclave/event-log';
 import { ensureStream } from '@conclave/messaging';
-import { AUTH_HEADERS } from '@conclave/registry-protocol';
+import { AUTH_HEADERS, initialParticipantState } from '@conclave/registry-protocol';
 import { NatsConnection } from 'nats';
 import type { Clock, IdGenerator } from '../runtime';
 import { ServiceConfig } from '../service-config';
 import { CLOCK, IDS, NATS_CONNECTION, SERVICE_CONFIG } from '../tokens';
 import { sha256Hex } from './crypto';
 import type { CommandRequest, Identity } from './identity';
+import { RateLimitedError } from './rate-limiter';
 
 export const COMMAND_REJECTED = 'CommandRejected';
 
@@ -60,23 +61,29 @@ export class RejectionRecorder {
   ) {}
 
   async record(command: string, request: CommandRequest | undefined, body: unknown, error: AcpError, identity?: Identity): Promise<void> {
+    // A flood is audited by its first refusal, not one entry per message.
+    if (error instanceof RateLimitedError && error.repeat) return;
     const claimed = request?.getHeaders()?.get(AUTH_HEADERS.participant) || undefined;
     const declared = declaredActorOf(body);
     const proposalId = boundedId((body as Record<string, unknown> | null)?.['proposal_id']);
     const id = this.ids.next();
+    // Refused for its rate after its signature verified: who sent it is known, not only claimed.
+    const verified = error instanceof RateLimitedError ? error.verifiedParticipant : undefined;
+    const who: Identity | undefined =
+      identity ?? (verified === undefined ? undefined : { participant_id: verified, via: 'signature', state: initialParticipantState });
     const event: CommandRejected = {
       event_id: id,
       type: COMMAND_REJECTED,
       schema_version: 1,
       occurred_at: this.clock.now().toISOString(),
-      actor: (identity?.participant_id ?? claimed ?? declared ?? 'anonymous').slice(0, MAX_ID),
+      actor: (who?.participant_id ?? claimed ?? declared ?? 'anonymous').slice(0, MAX_ID),
       causation_id: id,
       correlation_id: proposalId ?? id,
       data: {
         command: command.slice(0, MAX_ID),
         subject: (request?.getSubject() ?? command).slice(0, MAX_SUBJECT),
         proposal_id: proposalId,
-        authenticated: identity !== undefined && identity.via !== 'declared',
+        authenticated: who !== undefined && who.via !== 'declared',
         body_hash: request ? sha256Hex(request.getRawBody()) : null,
         error: boundedError(error),
       },
