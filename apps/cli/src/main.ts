@@ -6,6 +6,7 @@ import { registerCouncilCommands } from './commands/council.command';
 import { formatDecision, OUTCOME_EXIT_CODES } from './format';
 import { commandSigner, registerParticipantCommands, SigningOptions } from './commands/participants.command';
 import { registerAuditCommands } from './commands/audit.command';
+import { registerPolicyCommands } from './commands/policies.command';
 import { humanTokenHeaders, registerEscalationCommands } from './commands/escalations.register';
 import { addNatsLoginOptions, natsLogin, NatsLoginError, NatsLoginOptions } from './nats-connection';
 
@@ -99,6 +100,7 @@ registerEscalationCommands(program, withClient);
 
 registerParticipantCommands(program);
 registerAuditCommands(program);
+registerPolicyCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof NatsLoginError) {

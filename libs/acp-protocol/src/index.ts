@@ -201,6 +201,7 @@ export {
   DOMAIN_POLICY_EVENT_TYPE,
   DOMAIN_POLICY_SCHEMA_VERSION,
   DOMAIN_POLICY_STREAM_CATEGORY,
+  POLICY_PATTERNS,
   checkNextVersion,
   customPolicyMet,
   customPolicyOf,

@@ -1,12 +1,9 @@
 import { Controller, UseFilters } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
-import { AcpError, isDomain, parseDomainPolicy } from '@conclave/acp-protocol';
+import { AcpError, isDomain, parseDomainPolicy, POLICY_PATTERNS } from '@conclave/acp-protocol';
 import { okReply, PassThroughRpcExceptionFilter, PlainNatsContext } from '@conclave/messaging';
 import { CommandContext, Identity, RejectionRecorder } from '@conclave/service-kit';
 import { DomainPolicies } from './domain-policies';
-
-/** Relative to the prefix, like the participant registry's patterns. */
-export const POLICY_PATTERNS = { set: 'v1.policies.set', get: 'v1.policies.get' } as const;
 
 /**
  * The domains' policy documents through the registry API (`<prefix>.v1.policies.*`):

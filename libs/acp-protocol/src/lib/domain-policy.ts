@@ -20,6 +20,9 @@ export const DOMAIN_POLICY_SCHEMA_VERSION = '1.0' as const;
 export const DOMAIN_POLICY_STREAM_CATEGORY = 'domain-policy' as const;
 export const DOMAIN_POLICY_EVENT_TYPE = 'DomainPolicySet' as const;
 
+/** The registry API's policy subjects, relative to the prefix (like the participant registry's). */
+export const POLICY_PATTERNS = { set: 'v1.policies.set', get: 'v1.policies.get' } as const;
+
 /**
  * The upper bound on a weighted threshold when the domain sets none: each response weighs at
  * most 1, so a threshold above the number of participants who will ever respond is never met,
