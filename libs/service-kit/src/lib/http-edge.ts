@@ -1,0 +1,69 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { Response } from 'express';
+import { throwError } from 'rxjs';
+import { AcpError } from '@conclave/acp-protocol';
+
+/** HTTP status of a stable error code (the same table as the escalation API's). */
+export function httpStatusOf(code: string): number {
+  switch (code) {
+    case 'UNAUTHENTICATED':
+      return 401;
+    case 'FORBIDDEN':
+      return 403;
+    case 'PROPOSAL_NOT_FOUND':
+      return 404;
+    case 'DUPLICATE_PROPOSAL_ID':
+    case 'PROPOSAL_NOT_PENDING':
+    case 'DUPLICATE_RESPONSE':
+    case 'SELF_RESPONSE':
+    case 'NOT_ESCALATED':
+    case 'CONFLICT':
+      return 409;
+    case 'PAYLOAD_TOO_LARGE':
+      return 413;
+    case 'RATE_LIMITED':
+      return 429;
+    case 'INTERNAL':
+      return 500;
+    default:
+      return 400;
+  }
+}
+
+/** The typed error for what Express, its body parser or Nest's router threw before (or instead of) a handler. */
+function toAcpError(exception: unknown): AcpError {
+  if (exception instanceof AcpError) return exception;
+  const status =
+    exception instanceof HttpException ? exception.getStatus() : ((exception as { status?: unknown } | null)?.status as number | undefined);
+  const message = exception instanceof Error ? exception.message : '';
+  if (status === 413) return new AcpError('PAYLOAD_TOO_LARGE', 'request body is too large');
+  // Nest re-throws the body parser's SyntaxError as a BadRequestException carrying only its message.
+  if (status === 400 && /JSON/.test(message)) return new AcpError('INVALID_JSON', 'request body is not JSON');
+  if (status === 401) return new AcpError('UNAUTHENTICATED', 'authentication required');
+  if (status === 403) return new AcpError('FORBIDDEN', 'not allowed');
+  if (status === 404) return new AcpError('PROPOSAL_NOT_FOUND', 'no such resource');
+  if (typeof status === 'number' && status >= 400 && status < 500)
+    return new AcpError('SCHEMA_VIOLATION', `the request cannot be read: ${message}`);
+  return new AcpError('INTERNAL', 'internal error; nothing was changed');
+}
+
+/**
+ * Every service's HTTP errors as `{ok: false, error: {code, message}}` with a stable code, the
+ * NATS API's shape: errors a controller does not catch itself (an AcpError from a handler, a body
+ * that is not JSON, a path parameter that is not percent-encoded UTF-8, an unknown route) would
+ * otherwise be Nest's untyped `{statusCode, message}` or a 500. Other contexts (NATS) pass through.
+ */
+@Catch()
+export class TypedHttpErrorFilter implements ExceptionFilter {
+  private readonly logger = new Logger('HTTP');
+
+  catch(exception: unknown, host: ArgumentsHost) {
+    if (host.getType() !== 'http') return throwError(() => exception);
+    const res = host.switchToHttp().getResponse<Response>();
+    const error = toAcpError(exception);
+    if (error.code === 'INTERNAL') this.logger.error('request failed', (exception as Error)?.stack);
+    if (res.headersSent) return res.end();
+    res.status(httpStatusOf(error.code)).json({ ok: false, error: error.toJSON() });
+    return undefined;
+  }
+}
