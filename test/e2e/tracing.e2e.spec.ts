@@ -125,9 +125,10 @@ describe('tracing: NATS API requests continue the caller trace', () => {
 
 /**
  * The whole path of one decision in one trace: an agent's span around its SDK call, the SDK's
- * CLIENT span, intake's SERVER span and its append, the resolver's reactor applying the event,
- * the timer that resolves, the resolution's append, and the outbox's PRODUCER span whose
- * traceparent the decision message carries. Each span is the child of the one before it.
+ * CLIENT span, intake's SERVER span and its append, the resolver's timer that resolves (its
+ * reactor read the event and scheduled it in the append's trace), the resolution's append, and
+ * the outbox's PRODUCER span whose traceparent the decision message carries. Each span is the
+ * child of the one before it.
  */
 describe('tracing: one trace from the SDK call to the decision publish', () => {
   const exporter = new tracing.InMemorySpanExporter();
@@ -181,7 +182,6 @@ describe('tracing: one trace from the SDK call to the decision publish', () => {
       ['publish resolver-outbox', SpanKind.PRODUCER],
       ['eventlog.append', SpanKind.CLIENT],
       ['timer resolver', SpanKind.INTERNAL],
-      ['reactor resolver', SpanKind.CONSUMER],
       ['eventlog.append', SpanKind.CLIENT],
       ['v1.respond', SpanKind.SERVER],
       [`${h.prefix}.v1.respond`, SpanKind.CLIENT],

@@ -9,8 +9,7 @@ import { inLogContext } from './logging';
 import { ConclaveMetrics } from './metrics';
 import { categoryHeadProbe } from './metrics-event-log';
 import { trackReactor } from './metrics-reactors';
-import { SpanKind } from '@opentelemetry/api';
-import { contextOfEvent, continueTrace, tracingOn } from './tracing';
+import { inEventTrace, tracingOn } from './tracing';
 
 /** What a service does when a part of it can no longer work: exit, so it is restarted. */
 export type FatalHandler = (part: string, err: unknown) => void;
@@ -165,9 +164,9 @@ export class Reactor<E extends LogEvent> {
   private async follow(): Promise<void> {
     const sub = this.log.subscribe(this.definition.categories, this.position, async (e) => {
       // Lines logged while applying name the reactor, the proposal and the command behind the event.
-      const ids = { reactor: this.definition.name, ...eventIds(e) };
-      if (tracingOn()) await inLogContext(ids, () => this.applyTraced(e, ids));
-      else await inLogContext(ids, () => this.definition.apply(e));
+      // With tracing on, in the trace of the append that recorded the event: what the reactor does about it joins that trace.
+      const apply = tracingOn() ? () => inEventTrace(e.metadata, () => this.definition.apply(e)) : () => this.definition.apply(e);
+      await inLogContext({ reactor: this.definition.name, ...eventIds(e) }, apply);
       this.position = e.position;
       this.handled++;
       if (this.snapshots && this.definition.snapshot) {
@@ -202,19 +201,6 @@ export class Reactor<E extends LogEvent> {
     if (this.subscription !== sub || this.stopping) return;
     await this.definition.caughtUp?.();
     this.following = true;
-  }
-
-  /**
-   * An event whose append was traced is applied in a CONSUMER span of that trace, so what the
-   * reactor does about it (a timer, a command) joins the trace of the request behind it.
-   */
-  private applyTraced(e: StoredEvent<E>, ids: ReturnType<typeof eventIds> & { reactor: string }): Promise<void> {
-    const attributes: Record<string, string> = { 'conclave.reactor': ids.reactor, 'conclave.event_type': e.event.type };
-    if (ids.proposal_id) attributes['conclave.proposal_id'] = ids.proposal_id;
-    if (ids.run_id) attributes['conclave.run_id'] = ids.run_id;
-    return continueTrace(contextOfEvent(e.metadata), `reactor ${ids.reactor}`, SpanKind.CONSUMER, attributes, () =>
-      this.definition.apply(e),
-    );
   }
 
   private resume(err: unknown): void {

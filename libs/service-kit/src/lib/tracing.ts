@@ -187,6 +187,17 @@ export function contextOfEvent(metadata: EventMetadata | undefined): Context | u
 }
 
 /**
+ * Runs `fn` in the trace context a log event's metadata carries (none: as it is). No span of its
+ * own: a reactor applies every event it follows, most without acting on it, and a span per event
+ * per reactor would cost more than all the others together; what it does about the event (a timer,
+ * an append) makes the spans.
+ */
+export function inEventTrace<T>(metadata: EventMetadata | undefined, fn: () => T): T {
+  const parent = contextOfEvent(metadata);
+  return parent ? context.with(parent, fn) : fn();
+}
+
+/**
  * Runs `fn` inside a new span that continues `parent` (a log event's trace, a timer's): only when
  * there is such a parent, so work nobody traced starts no trace of its own.
  */
