@@ -31,7 +31,8 @@ class ServiceRoot {}
  * shutdown hooks for a graceful drain on SIGTERM.
  */
 export async function bootstrapService(options: BootstrapOptions): Promise<INestApplication> {
-  if (tracingWantedBy(process.env)) startTracing(options.name);
+  const instrumented = options.config.instrumentation !== 'off';
+  if (instrumented && tracingWantedBy(process.env)) startTracing(options.name);
   const root: DynamicModule = {
     module: ServiceRoot,
     imports: [loggingModule(options.name, options.config, options.logDestination), options.module as DynamicModule],
@@ -46,7 +47,9 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
         strategy: new PlainJsonNatsServer({
           connection: app.get<NatsConnection>(NATS_CONNECTION),
           ...options.commands,
-          observer: combineObservers(metricsObserver(app.get(ConclaveMetrics)), tracingObserver(), logContextObserver()),
+          observer: instrumented
+            ? combineObservers(metricsObserver(app.get(ConclaveMetrics)), tracingObserver(), logContextObserver())
+            : logContextObserver(),
         }),
       },
       { inheritAppConfig: true },

@@ -75,7 +75,7 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
   protected abstract messagesFor(event: StoredEvent<E>): Promise<OutboxMessage[]>;
 
   async onApplicationBootstrap(): Promise<void> {
-    if (this.metrics) {
+    if (this.metrics?.enabled) {
       this.meters = {
         latency: this.metrics.histogram(METRICS.outboxPublishDuration),
         published: this.metrics.counter(METRICS.outboxPublished),

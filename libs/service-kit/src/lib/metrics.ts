@@ -1,6 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { SERVICE_NAME } from './tokens';
+import { SERVICE_CONFIG, SERVICE_NAME } from './tokens';
+import type { ServiceConfig } from './service-config';
 
 /** Request and append latencies: 1 ms to 10 s. */
 export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -149,8 +150,14 @@ interface Source {
 export class ConclaveMetrics {
   readonly registry = new Registry();
   private readonly families = new Map<string, Family>();
+  /** False with CONCLAVE_INSTRUMENTATION=off: the per-request, per-append and per-publish series are not recorded. */
+  readonly enabled: boolean;
 
-  constructor(@Inject(SERVICE_NAME) readonly service: string) {
+  constructor(
+    @Inject(SERVICE_NAME) readonly service: string,
+    @Optional() @Inject(SERVICE_CONFIG) config?: ServiceConfig,
+  ) {
+    this.enabled = config?.instrumentation !== 'off';
     this.registry.setDefaultLabels({ service });
     // From the start: process CPU is counted from the collector's creation.
     processMetrics();

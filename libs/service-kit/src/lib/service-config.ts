@@ -115,6 +115,14 @@ export class ServiceConfig {
   @IsIn(['true', 'false'])
   exitOnFatal: 'true' | 'false' = 'true';
 
+  /**
+   * `off` leaves out the request, append and outbox metrics and tracing (whatever the OTEL_*
+   * variables say): for measuring what they cost (npm run bench), not for production.
+   */
+  @Expose({ name: 'CONCLAVE_INSTRUMENTATION' })
+  @IsIn(['on', 'off'])
+  instrumentation: 'on' | 'off' = 'on';
+
   /** How long a reactor keeps trying to resume its subscription through a log outage before it gives up. */
   @Expose({ name: 'CONCLAVE_RESUBSCRIBE_GIVE_UP_MS' })
   @Type(() => Number)

@@ -80,7 +80,7 @@ export class ServiceKitModule {
           provide: EVENT_LOG,
           inject: [SERVICE_CONFIG, NATS_CONNECTION, ConclaveMetrics],
           useFactory: async (c: ServiceConfig, nc: NatsConnection, metrics: ConclaveMetrics) =>
-            new MeteredEventLog(await createEventLog(c, nc), metrics),
+            metrics.enabled ? new MeteredEventLog(await createEventLog(c, nc), metrics) : createEventLog(c, nc),
         },
         NatsConnectionCloser,
         TracingFlush,
