@@ -7,7 +7,9 @@
  *   2. the six services as separate processes (bench/e2e-processes.ts): throughput against the
  *      raw bound measured in the same run, latency at half that rate, RSS per service;
  *   3. start to ready of intake, resolver, sweeper, escalation and audit with BENCH_LOG_EVENTS
- *      events in the log: first boot (full rebuild), then restart (from the snapshots).
+ *      events in the log: first boot (full rebuild), then restart (from the snapshots);
+ *   4. (after 1) the cost of metrics and tracing: alternating rounds with instrumentation on and
+ *      off (bench/e2e-overhead.ts; BENCH_OVERHEAD_ROUNDS, BENCH_OVERHEAD_PROPOSALS).
  * Prints figures and goals met or missed; never fails on time.
  *
  *   npm run bench                                                        # about 8-12 minutes
@@ -17,7 +19,7 @@
  * so that a run stays under ~15 minutes on a shared 2-core machine (seeding runs at 2-5k
  * messages/s there, and a first boot replays the whole log); BENCH_READY_LIMIT_S (240), BENCH_PROC_PROPOSALS (3,000),
  * BENCH_PROPOSALS (2,000, in process), BENCH_IN_FLIGHT (64), BENCH_SKIP (comma list of
- * inprocess, processes, startup), BENCH_KEEP_LOGS=1 (keep the services' logs), NATS_SERVER_BIN.
+ * inprocess, overhead, processes, startup), BENCH_KEEP_LOGS=1 (keep the services' logs), NATS_SERVER_BIN.
  */
 import 'reflect-metadata';
 import { mkdirSync } from 'node:fs';
@@ -57,6 +59,18 @@ async function main(): Promise<void> {
           `(${fmt(PENDING, 0)} pending, not the issue's 1,000,000, to keep the run short; BENCH_PENDING=1000000 for the full size)`,
         );
       lines.push(`memory per pending proposal: ${fmt(f.bytesPerPending, 0)} B, goal < 1 KiB: ${verdict(f.bytesPerPending, 1024, false)}`);
+    }
+    if (!skip.has('overhead')) {
+      const { runOverhead } = await import('./e2e-overhead');
+      const o = await runOverhead();
+      for (const arm of o.arms) {
+        const cpu = o.cpuAddedPct[arm];
+        const rate = o.rateLossPct[arm];
+        if (!cpu || !rate) continue;
+        lines.push(
+          `instrumentation ${arm === 'on' ? 'metrics + tracing (dropping exporter)' : 'metrics only'} vs CONCLAVE_INSTRUMENTATION=off, ${o.rounds.length / o.arms.length} rounds: CPU per proposal +${fmt(cpu.median, 1)}% (rounds ${fmt(cpu.min, 1)} to ${fmt(cpu.max, 1)}%), throughput -${fmt(rate.median, 1)}% (rounds ${fmt(rate.min, 1)} to ${fmt(rate.max, 1)}%); goal < 5%: ${verdict(cpu.median, 5, false)}`,
+        );
+      }
     }
     if (!skip.has('processes')) {
       const { runProcesses } = await import('./e2e-processes');

@@ -1,0 +1,151 @@
+/**
+ * What metrics and tracing cost: intake, resolver and sweeper in the bench's process (as in the
+ * in-process figures), run in alternating rounds with instrumentation on (Prometheus metrics,
+ * and OpenTelemetry tracing into a batch processor whose exporter drops every span: the whole
+ * cost of recording and handing spans over, without a network) and off
+ * (CONCLAVE_INSTRUMENTATION=off, no tracer provider). Each round: a fresh deployment, a warm-up,
+ * then BENCH_OVERHEAD_PROPOSALS proposals (submit + 3 responses + decision received) with
+ * BENCH_IN_FLIGHT at a time. BENCH_OVERHEAD_ARMS (default `on,off`) may add `metrics` (metrics
+ * without tracing) to tell the two costs apart. Measured per round: proposals/s, and the CPU time of this Node
+ * process (services and client; not nats-server) per proposal, which the shared machine's other
+ * load moves less than wall-clock throughput. NATS_URL must be set before this module loads.
+ */
+import 'reflect-metadata';
+import { startTracing, stopTracing } from '@conclave/service-kit';
+import { tracing } from '@opentelemetry/sdk-node';
+import { performance } from 'node:perf_hooks';
+import { ConclaveHarness } from '../test/support/conclave-harness';
+import { DecisionCollector } from '../test/support/decisions';
+import { fmt, int } from './bench-util';
+
+const ROUNDS = int('BENCH_OVERHEAD_ROUNDS', 4);
+const PROPOSALS = int('BENCH_OVERHEAD_PROPOSALS', 1_000);
+const WARMUP = int('BENCH_OVERHEAD_WARMUP', 200);
+const IN_FLIGHT = int('BENCH_IN_FLIGHT', 64);
+
+/** `on`: metrics and tracing; `metrics`: metrics only; `off`: CONCLAVE_INSTRUMENTATION=off. */
+type Arm = 'on' | 'metrics' | 'off';
+const ARMS = (process.env['BENCH_OVERHEAD_ARMS'] ?? 'on,off').split(',').filter((a): a is Arm => ['on', 'metrics', 'off'].includes(a));
+
+export interface OverheadRound {
+  round: number;
+  arm: Arm;
+  rate: number;
+  cpuUsPerProposal: number;
+}
+
+export interface OverheadFigures {
+  rounds: OverheadRound[];
+  arms: Arm[];
+  /** Per arm: median over its rounds, and the spread (min to max). */
+  rate: Partial<Record<Arm, Spread>>;
+  cpu: Partial<Record<Arm, Spread>>;
+  /** Per instrumented arm, against `off`: CPU per proposal added in each round (percent): median and spread. */
+  cpuAddedPct: Partial<Record<Arm, Spread>>;
+  /** Per instrumented arm, against `off`: throughput lost in each round (percent): median and spread. */
+  rateLossPct: Partial<Record<Arm, Spread>>;
+}
+
+interface Spread {
+  median: number;
+  min: number;
+  max: number;
+}
+
+/** An exporter that drops every span: the cost measured is recording and handing spans over. */
+const dropAll: tracing.SpanExporter = {
+  export: (_spans, done) => done({ code: 0 }),
+  shutdown: async () => undefined,
+};
+
+const now = () => new Date().toISOString();
+
+async function oneProposal(h: ConclaveHarness, i: number): Promise<void> {
+  const p = await h.client.propose({ domain: 'bench.overhead', author: `author-${i}`, payload: { i }, quorum: 3, created_at: now() });
+  await h.client.endorse(p.proposal_id, { participant_id: 'a', domain_authority: 0.9, confidence: 0.8, trust_score: 0.9 });
+  await h.client.endorse(p.proposal_id, { participant_id: 'b', domain_authority: 0.7, confidence: 0.6, trust_score: 0.8 });
+  await h.client.challenge(p.proposal_id, { participant_id: 'c', domain_authority: 0.5, confidence: 0.5, trust_score: 0.5 });
+}
+
+async function drive(h: ConclaveHarness, decisions: DecisionCollector, from: number, count: number): Promise<void> {
+  const before = decisions.received.length;
+  let next = from;
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < from + count) await oneProposal(h, next++);
+    }),
+  );
+  await decisions.until(() => decisions.received.length >= before + count, 120_000, `${count} decisions`);
+}
+
+async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<OverheadRound> {
+  if (arm === 'on') startTracing('bench', { spanProcessors: [new tracing.BatchSpanProcessor(dropAll)] });
+  const h = new ConclaveHarness({
+    LOG_LEVEL: 'error',
+    CONCLAVE_SWEEP_INTERVAL_MS: '600000',
+    CONCLAVE_INSTRUMENTATION: arm === 'off' ? 'off' : 'on',
+  });
+  try {
+    await h.start('intake', 'resolver', 'sweeper');
+    const decisions = new DecisionCollector(h.client);
+    await drive(h, decisions, 0, WARMUP);
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    await drive(h, decisions, WARMUP, proposals);
+    const seconds = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    return { round: n, arm, rate: proposals / seconds, cpuUsPerProposal: (cpu.user + cpu.system) / proposals };
+  } finally {
+    await h.stop();
+    if (arm === 'on') await stopTracing();
+  }
+}
+
+const spread = (xs: number[]) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
+
+/** Median of an even count: the mean of the two middle values. */
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+export async function runOverhead(): Promise<OverheadFigures> {
+  console.log(
+    `\n## instrumentation overhead: ${ROUNDS} rounds of ${ARMS.join(', ')} in rotating order; ${PROPOSALS} proposals per round after ${WARMUP} of warm-up`,
+  );
+  // One unmeasured round of each arm first: the code of every path compiled before any is timed.
+  for (const arm of ARMS) await round(arm, 0, WARMUP);
+  const rounds: OverheadRound[] = [];
+  for (let r = 1; r <= ROUNDS; r++) {
+    // Rotate which arm goes first, so a drift of the machine's load favours none.
+    const order = ARMS.map((_, i) => ARMS[(i + r) % ARMS.length]);
+    for (const arm of order) {
+      const f = await round(arm, r);
+      rounds.push(f);
+      console.log(`round ${r} ${arm.padEnd(7)}: ${fmt(f.rate, 0)} proposals/s, ${fmt(f.cpuUsPerProposal, 0)} µs CPU per proposal`);
+    }
+  }
+  const figures: OverheadFigures = { rounds, arms: ARMS, rate: {}, cpu: {}, cpuAddedPct: {}, rateLossPct: {} };
+  for (const arm of ARMS) {
+    const mine = rounds.filter((x) => x.arm === arm);
+    figures.rate[arm] = spread(mine.map((x) => x.rate));
+    figures.cpu[arm] = spread(mine.map((x) => x.cpuUsPerProposal));
+    console.log(
+      `${arm}: ${fmt(figures.rate[arm].median, 0)} proposals/s (${fmt(figures.rate[arm].min, 0)}-${fmt(figures.rate[arm].max, 0)}), ${fmt(figures.cpu[arm].median, 0)} µs CPU per proposal (${fmt(figures.cpu[arm].min, 0)}-${fmt(figures.cpu[arm].max, 0)})`,
+    );
+    if (arm === 'off' || !ARMS.includes('off')) continue;
+    // Each round against the `off` run of the same round: the load they shared cancels best.
+    const offOf = (r: number) => rounds.find((x) => x.round === r && x.arm === 'off');
+    const cpuAdded = mine.map(
+      (x) => (100 * (x.cpuUsPerProposal - (offOf(x.round)?.cpuUsPerProposal ?? NaN))) / (offOf(x.round)?.cpuUsPerProposal ?? NaN),
+    );
+    const rateLoss = mine.map((x) => (100 * ((offOf(x.round)?.rate ?? NaN) - x.rate)) / (offOf(x.round)?.rate ?? NaN));
+    figures.cpuAddedPct[arm] = spread(cpuAdded);
+    figures.rateLossPct[arm] = spread(rateLoss);
+    console.log(
+      `${arm} vs off, per round: CPU per proposal +${fmt(figures.cpuAddedPct[arm].median, 1)}% (${fmt(figures.cpuAddedPct[arm].min, 1)} to ${fmt(figures.cpuAddedPct[arm].max, 1)}), throughput -${fmt(figures.rateLossPct[arm].median, 1)}% (${fmt(figures.rateLossPct[arm].min, 1)} to ${fmt(figures.rateLossPct[arm].max, 1)})`,
+    );
+  }
+  return figures;
+}
