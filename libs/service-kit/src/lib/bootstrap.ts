@@ -9,7 +9,7 @@ import { loggingModule } from './logging';
 import { ConclaveMetrics } from './metrics';
 import { combineObservers, logContextObserver, metricsObserver } from './metrics-requests';
 import { startTracing, tracingObserver, tracingWantedBy } from './tracing';
-import { TypedHttpErrorFilter } from './http-edge';
+import { answerClientErrorsTyped, TypedHttpErrorFilter } from './http-edge';
 
 export interface BootstrapOptions {
   name: string;
@@ -58,6 +58,7 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
   }
   // Before listen: the router takes its global filters when it is set up.
   app.useGlobalFilters(new TypedHttpErrorFilter());
+  answerClientErrorsTyped(app.getHttpServer());
   await app.listen(options.config.httpPort, options.config.httpHost);
   if (options.commands && options.config.authMode === 'off') {
     logger.warn('AUTHENTICATION IS OFF (CONCLAVE_AUTH_MODE=off): any client can act as any participant. Local use only.');

@@ -2,7 +2,7 @@ import { Body, Controller, Get, INestApplication, Param, Post } from '@nestjs/co
 import { NestFactory } from '@nestjs/core';
 import { Module } from '@nestjs/common';
 import { AcpError } from '@conclave/acp-protocol';
-import { TypedHttpErrorFilter } from './http-edge';
+import { answerClientErrorsTyped, TypedHttpErrorFilter } from './http-edge';
 
 @Controller()
 class ProbeController {
@@ -38,6 +38,7 @@ describe('TypedHttpErrorFilter: every HTTP error is {ok: false, error: {code, me
   beforeAll(async () => {
     app = await NestFactory.create(ProbeModule, { logger: false });
     app.useGlobalFilters(new TypedHttpErrorFilter());
+    answerClientErrorsTyped(app.getHttpServer());
     await app.listen(0, '127.0.0.1');
     base = (await app.getUrl()).replace('[::1]', '127.0.0.1');
   });
@@ -78,5 +79,10 @@ describe('TypedHttpErrorFilter: every HTTP error is {ok: false, error: {code, me
 
   it('given a route that does not exist, then a typed 404', async () => {
     expect(await send('/nowhere')).toMatchObject({ status: 404, body: { ok: false, error: { code: 'PROPOSAL_NOT_FOUND' } } });
+  });
+
+  it("given headers over Node's limit, then a typed PAYLOAD_TOO_LARGE instead of a bare 431 (the fuzzer found it)", async () => {
+    const r = await send('/items/known', { headers: { 'x-big': 'h'.repeat(20_000) } });
+    expect(r).toEqual({ status: 431, body: { ok: false, error: { code: 'PAYLOAD_TOO_LARGE', message: 'request headers are too large' } } });
   });
 });

@@ -1,5 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Response } from 'express';
+import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { throwError } from 'rxjs';
 import { AcpError } from '@conclave/acp-protocol';
 
@@ -66,4 +68,26 @@ export class TypedHttpErrorFilter implements ExceptionFilter {
     res.status(httpStatusOf(error.code)).json({ ok: false, error: error.toJSON() });
     return undefined;
   }
+}
+
+/**
+ * Requests Node's HTTP parser refuses before any framework sees them (headers over its 16 KiB
+ * limit, a malformed request line) get the typed body too, instead of Node's bare 431 or 400.
+ */
+export function answerClientErrorsTyped(server: Server): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+    const error = tooLarge
+      ? { code: 'PAYLOAD_TOO_LARGE', message: 'request headers are too large' }
+      : { code: 'SCHEMA_VIOLATION', message: 'malformed HTTP request' };
+    const body = JSON.stringify({ ok: false, error });
+    const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request';
+    socket.end(
+      `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
 }
