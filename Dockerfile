@@ -10,9 +10,12 @@
 # package-lock.json that Nx generates with only that app's runtime dependencies) and installs
 # those dependencies without devDependencies.
 #
-# Not validated here: no container engine exists on the machine where this was written, so this
-# image has never been built. What was checked: `nx build intake` in a scratch copy of the
-# workspace emits dist/apps/intake/{main.js,package.json,package-lock.json}.
+# Built for real with podman 4.3 by deploy/images/build.sh, which also makes the base image locally
+# where no registry answers (docs/operations.md, "Images and the compose stack").
+#
+# Behind a TLS-intercepting proxy, give npm the proxy's CA as a build secret (nothing is kept in a
+# layer): `--secret id=npm_ca,src=/etc/ssl/certs/ca-certificates.crt`. Without it npm uses Node's
+# own CA list.
 
 ARG NODE_IMAGE=node:20-bookworm-slim
 
@@ -29,7 +32,10 @@ ENV CI=true \
 
 # Dependencies first, so source edits do not invalidate the npm layer.
 COPY package.json package-lock.json ./
-RUN --mount=type=cache,target=/root/.npm npm ci
+RUN --mount=type=cache,target=/root/.npm --mount=type=secret,id=npm_ca \
+    if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi \
+ && npm ci \
+ && test -x node_modules/.bin/nx
 
 COPY . .
 RUN npx nx run-many -t build \
@@ -50,8 +56,9 @@ WORKDIR /app
 
 # Owned by root and not writable by the runtime user: the app cannot modify its own code.
 COPY --from=build /workspace/dist/apps/${APP}/ ./
-RUN --mount=type=cache,target=/root/.npm \
-    if [ -f package-lock.json ]; then npm ci --omit=dev; else npm install --omit=dev; fi \
+RUN --mount=type=cache,target=/root/.npm --mount=type=secret,id=npm_ca \
+    if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi \
+ && if [ -f package-lock.json ]; then npm ci --omit=dev; else npm install --omit=dev; fi \
  && rm -rf /root/.npm/_logs
 
 LABEL org.opencontainers.image.title="conclave-${APP}" \
