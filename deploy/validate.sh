@@ -53,6 +53,7 @@ prep() { # file -> a testable copy in $work
 $strip && echo "   (pre-2.10 nats-server: testing copies without sync_interval, which needs 2.10+)"
 export POD_NAME=nats-0 CONCLAVE_SERVICES_PASSWORD=svcpass CONCLAVE_AGENT_PASSWORD=agentpass \
   CONCLAVE_READER_PASSWORD=readerpass CONCLAVE_HUMAN_PASSWORD=humanpass NATS_SYS_PASSWORD=syspass
+cp deploy/nats/nats-accounts.conf "$work/" # nats-compose.conf includes it from beside itself
 "$bin" -c "$(prep deploy/nats/nats-compose.conf)" -t
 k8s=$(prep "$work/nats.conf"); "$bin" -c "$k8s" -t
 
