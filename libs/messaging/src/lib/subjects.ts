@@ -33,6 +33,8 @@ export const COUNCIL_COMMANDS = {
   estimates: 'v1.capability.estimates',
   calibration: 'v1.capability.calibration',
   concentration: 'v1.capability.concentration',
+  /** The bridge: post a run's decision to ACP as a proposal (escalated for a value choice). */
+  acpPropose: 'v1.acp.propose',
   /** The member API's JSON Schemas (tasks, answers, verdicts, cancel notices). */
   schemas: 'v1.schemas',
 } as const;
