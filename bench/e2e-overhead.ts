@@ -101,6 +101,9 @@ async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<Overhe
   }
 }
 
+/** A percentage with its sign: +6.5, -3.1. */
+export const signed = (n: number): string => `${n > 0 ? '+' : ''}${fmt(n, 1)}`;
+
 const spread = (xs: number[]) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
 
 /** Median of an even count: the mean of the two middle values. */
@@ -143,8 +146,10 @@ export async function runOverhead(): Promise<OverheadFigures> {
     const rateLoss = mine.map((x) => (100 * ((offOf(x.round)?.rate ?? NaN) - x.rate)) / (offOf(x.round)?.rate ?? NaN));
     figures.cpuAddedPct[arm] = spread(cpuAdded);
     figures.rateLossPct[arm] = spread(rateLoss);
+    const c = figures.cpuAddedPct[arm];
+    const t = figures.rateLossPct[arm];
     console.log(
-      `${arm} vs off, per round: CPU per proposal +${fmt(figures.cpuAddedPct[arm].median, 1)}% (${fmt(figures.cpuAddedPct[arm].min, 1)} to ${fmt(figures.cpuAddedPct[arm].max, 1)}), throughput -${fmt(figures.rateLossPct[arm].median, 1)}% (${fmt(figures.rateLossPct[arm].min, 1)} to ${fmt(figures.rateLossPct[arm].max, 1)})`,
+      `${arm} vs off, per round: CPU per proposal ${signed(c.median)}% (${signed(c.min)} to ${signed(c.max)}), throughput ${signed(-t.median)}% (${signed(-t.max)} to ${signed(-t.min)})`,
     );
   }
   return figures;

@@ -61,14 +61,14 @@ async function main(): Promise<void> {
       lines.push(`memory per pending proposal: ${fmt(f.bytesPerPending, 0)} B, goal < 1 KiB: ${verdict(f.bytesPerPending, 1024, false)}`);
     }
     if (!skip.has('overhead')) {
-      const { runOverhead } = await import('./e2e-overhead');
+      const { runOverhead, signed } = await import('./e2e-overhead');
       const o = await runOverhead();
       for (const arm of o.arms) {
         const cpu = o.cpuAddedPct[arm];
         const rate = o.rateLossPct[arm];
         if (!cpu || !rate) continue;
         lines.push(
-          `instrumentation ${arm === 'on' ? 'metrics + tracing (dropping exporter)' : 'metrics only'} vs CONCLAVE_INSTRUMENTATION=off, ${o.rounds.length / o.arms.length} rounds: CPU per proposal +${fmt(cpu.median, 1)}% (rounds ${fmt(cpu.min, 1)} to ${fmt(cpu.max, 1)}%), throughput -${fmt(rate.median, 1)}% (rounds ${fmt(rate.min, 1)} to ${fmt(rate.max, 1)}%); goal < 5%: ${verdict(cpu.median, 5, false)}`,
+          `instrumentation ${arm === 'on' ? 'metrics + tracing (dropping exporter)' : 'metrics only'} vs CONCLAVE_INSTRUMENTATION=off, ${o.rounds.length / o.arms.length} rounds: CPU per proposal ${signed(cpu.median)}% (rounds ${signed(cpu.min)} to ${signed(cpu.max)}%), throughput ${signed(-rate.median)}% (rounds ${signed(-rate.max)} to ${signed(-rate.min)}%); goal < 5% (CPU, median): ${verdict(cpu.median, 5, false)}`,
         );
       }
     }
