@@ -13,6 +13,7 @@ module.exports = {
     new NxAppWebpackPlugin({
       target: 'node',
       compiler: 'tsc',
+      skipTypeChecking: true,
       main: './src/main.ts',
       tsConfig: './tsconfig.app.json',
       // The web console's static files, served from dist/apps/escalation/console.

@@ -13,6 +13,7 @@ module.exports = {
     new NxAppWebpackPlugin({
       target: 'node',
       compiler: 'tsc',
+      skipTypeChecking: true,
       main: './src/main.ts',
       tsConfig: './tsconfig.app.json',
       assets: [],
