@@ -31,7 +31,7 @@ export * from './lib/run-aggregation';
 // The member API: JSON Schemas, answer validation and stamping, cancel notices.
 export * from './lib/member-schemas';
 export * from './lib/member-answers';
-// Evaluation (council:L4 and L5, spec 14 to 16): pure, not yet wired into the controller.
+// Evaluation (council:L4 and L5, spec 14 to 16): pure; the controller, policy and service use them.
 export * from './lib/evaluation/ballots';
 export * from './lib/evaluation/choice-models';
 export * from './lib/evaluation/aggregation';
@@ -40,3 +40,5 @@ export * from './lib/evaluation/capability';
 export * from './lib/evaluation/chair-selection';
 export * from './lib/evaluation/concentration';
 export * from './lib/evaluation/calibration';
+// The bridge from a Council decision to ACP entries (an extension).
+export * from './lib/acp-bridge';

@@ -4,6 +4,7 @@ import { CouncilCommands } from './council-commands';
 import { CouncilConfig } from './council.config';
 import { CouncilMetrics } from './council-metrics';
 import { CouncilController } from './council.controller';
+import { AcpBridge } from './acp-bridge';
 import { DecisionOutbox } from './decision-outbox';
 import { EvaluationCommands } from './evaluation-commands';
 import { EvaluationController } from './evaluation.controller';
@@ -35,6 +36,7 @@ export class CouncilModule {
         EvaluationProjection,
         EvaluationCommands,
         OutcomeOutbox,
+        AcpBridge,
       ],
     };
   }

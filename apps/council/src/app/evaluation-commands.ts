@@ -17,6 +17,7 @@ import {
   selectChair,
 } from '@conclave/council-protocol';
 import { CommandContext, Identity } from '@conclave/service-kit';
+import { AcpBridge, BridgedDecision } from './acp-bridge';
 import { EvaluationHistory, EvaluationProjection } from './evaluation-projection';
 import { RunDriver } from './run-driver';
 
@@ -53,7 +54,31 @@ export class EvaluationCommands {
     private readonly projection: EvaluationProjection,
     private readonly driver: RunDriver,
     private readonly context: CommandContext,
+    private readonly bridge: AcpBridge,
   ) {}
+
+  /**
+   * `council.v1.acp.propose`: `{run_id, quorum, expires_at?, quorum_policy?, caused_by?, actor?}`: the
+   * decision owner posts the run's decision to ACP in the GoalContract's domain (the bridge).
+   */
+  async acpPropose(input: unknown, identity: Identity): Promise<BridgedDecision> {
+    const o = body(input);
+    const runId = optText(o, 'run_id');
+    if (runId === undefined || !RUN_ID.test(runId))
+      throw new CouncilError('SCHEMA_VIOLATION', 'must be letters, digits and _ (it names the stream council-run-<id>)', 'run_id');
+    const actor = await this.actor(identity, o);
+    const expires = optText(o, 'expires_at');
+    const caused = o['caused_by'];
+    if (caused !== undefined && !(Array.isArray(caused) && caused.every((x) => typeof x === 'string')))
+      throw new CouncilError('SCHEMA_VIOLATION', 'must be a list of ACP entry ids', 'caused_by');
+    const policy = o['quorum_policy'];
+    return this.bridge.post(runId, actor, {
+      quorum: typeof o['quorum'] === 'number' ? o['quorum'] : NaN,
+      ...(expires ? { expires_at: expires } : {}),
+      ...(policy !== undefined ? { quorum_policy: body(policy) as { kind: string; threshold?: number } } : {}),
+      ...(caused ? { caused_by: caused as string[] } : {}),
+    });
+  }
 
   /**
    * The chair for a run about to start, when its policy names a chair selection policy (and no
@@ -128,7 +153,10 @@ export class EvaluationCommands {
     if (subject !== 'member' && subject !== 'model_family')
       throw new CouncilError('SCHEMA_VIOLATION', 'must be member | model_family', 'subject');
     return {
-      audit: this.projection.history.concentration({ period: period as ConcentrationPeriod, subject: subject as ConcentrationSubject }, domain),
+      audit: this.projection.history.concentration(
+        { period: period as ConcentrationPeriod, subject: subject as ConcentrationSubject },
+        domain,
+      ),
     };
   }
 

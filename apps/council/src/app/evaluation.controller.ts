@@ -26,6 +26,11 @@ export class EvaluationController {
     return this.run('council.outcome.record', body, request, (who) => this.commands.recordOutcome(body, who));
   }
 
+  @MessagePattern(COUNCIL_COMMANDS.acpPropose)
+  onAcpPropose(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
+    return this.run('council.acp.propose', body, request, (who) => this.commands.acpPropose(body, who));
+  }
+
   @MessagePattern(COUNCIL_COMMANDS.estimates)
   onEstimates(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
     return this.run('council.capability.estimates', body, request, () => this.commands.estimates(body));
@@ -41,7 +46,12 @@ export class EvaluationController {
     return this.run('council.capability.concentration', body, request, () => this.commands.concentration(body));
   }
 
-  private async run<T extends object>(command: string, body: unknown, request: PlainNatsContext, handle: (identity: Identity) => Promise<T>) {
+  private async run<T extends object>(
+    command: string,
+    body: unknown,
+    request: PlainNatsContext,
+    handle: (identity: Identity) => Promise<T>,
+  ) {
     let identity: Identity | undefined;
     try {
       identity = await this.context.authenticate(request, declaredActor(body));
