@@ -33,7 +33,8 @@ describe('observability: council run metrics', () => {
     const runId = await c.client.start({
       goal_contract: scriptedGoalContract(),
       panel: scriptedPanel({ proposers, chair }),
-      policy: { stage_timeout_ms: 400, stage_timeouts_ms: { synthesis: 3_000 } },
+      // Long enough for a task's trip through the member's durable queue on a loaded machine.
+      policy: { stage_timeout_ms: 2_000, stage_timeouts_ms: { synthesis: 3_000 } },
     });
     const d = await c.decisions.waitFor(runId);
     expect(d.terminal_state).toMatch(/^decided/);
