@@ -62,6 +62,11 @@ export class TypedHttpErrorFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost) {
     if (host.getType() !== 'http') return throwError(() => exception);
     const res = host.switchToHttp().getResponse<Response>();
+    // Not ready is an answer, not a failure: /readyz keeps its 503 and the checks that failed.
+    if (exception instanceof HttpException && exception.getStatus() === 503 && !res.headersSent) {
+      res.status(503).json(exception.getResponse());
+      return undefined;
+    }
     const error = toAcpError(exception);
     if (error.code === 'INTERNAL') this.logger.error('request failed', (exception as Error)?.stack);
     if (res.headersSent) return res.end();
