@@ -1,4 +1,4 @@
-import { WIRE_SCHEMAS } from '@conclave/acp-protocol';
+import { POLICY_PATTERNS, WIRE_SCHEMAS } from '@conclave/acp-protocol';
 import { ConclaveHarness } from '../support/conclave-harness';
 import { httpAgent, McpAgent, stdioAgent } from '../support/mcp-client';
 
@@ -203,6 +203,46 @@ describe('MCP server over stdio: Appendix C through MCP tools only', () => {
       timed_out: true,
       decision: null,
       proposal: { status: 'pending' },
+    });
+  });
+
+  it('explain_decision names the domain policy document, its custom quorum policy and weight function', async () => {
+    const document = {
+      schema_version: '1.0',
+      domain: 'ops.policy',
+      version: 1,
+      weight_function: { kind: 'product', exponents: { domain_authority: 1, confidence: 2, trust_score: 1 } },
+      quorum_policies: [{ kind: 'lead-signs', required_participants: ['lead'] }],
+    };
+    await h.client.call(POLICY_PATTERNS.set, { policy: document });
+    const p = await propose({ domain: 'ops.policy', payload: { action: 'rotate' }, quorum: 1, quorum_policy: { kind: 'lead-signs' } });
+    await agent.call('endorse', {
+      proposal_id: p.proposal_id,
+      participant_id: 'other',
+      confidence: 0.5,
+      domain_authority: 1,
+      trust_score: 1,
+    });
+    expect((await waitFor(p.proposal_id, { timeout_ms: 200 })).timed_out).toBe(true);
+    await agent.call('endorse', {
+      proposal_id: p.proposal_id,
+      participant_id: 'lead',
+      confidence: 0.5,
+      domain_authority: 1,
+      trust_score: 1,
+    });
+    expect((await waitFor(p.proposal_id)).decision).toMatchObject({ outcome: 'approved', policy: { domain: 'ops.policy', version: 1 } });
+    const why = await agent.call<Record<string, unknown>>('explain_decision', { proposal_id: p.proposal_id });
+    expect(why).toMatchObject({
+      votes_for: 0.5,
+      quorum_policy: { kind: 'lead-signs', definition: { kind: 'lead-signs', required_participants: ['lead'] } },
+      policy: { domain: 'ops.policy', version: 1, document },
+      weight_function: document.weight_function,
+      // confidence squared: 0.25 each.
+      responses: [
+        { participant_id: 'other', weight: 0.25 },
+        { participant_id: 'lead', weight: 0.25 },
+      ],
     });
   });
 

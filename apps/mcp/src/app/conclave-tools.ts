@@ -182,7 +182,10 @@ export class ConclaveTools {
       reason: x.reason ?? null,
       timestamp: x.timestamp,
     }));
-    const policy = proposal.quorum_policy ?? { kind: 'count', threshold: proposal.quorum };
+    // The rules it was decided by: its own quorum policy, else its domain document's default, else count (7.1).
+    const document = proposal.policy;
+    const policy = proposal.quorum_policy ?? document?.default_quorum_policy ?? { kind: 'count', threshold: proposal.quorum };
+    const custom = document?.quorum_policies?.find((p) => p.kind === policy.kind);
     return {
       proposal_id: proposal.proposal_id,
       domain: proposal.domain,
@@ -195,9 +198,12 @@ export class ConclaveTools {
       votes_against: r?.votes_against ?? null,
       decided_at: r?.decided_at ?? null,
       quorum: proposal.quorum,
-      quorum_policy: policy,
-      ...(r && 'policy' in r ? { policy: (r as { policy?: unknown }).policy } : {}),
-      weight_formula: 'weight = confidence x domain_authority x trust_score (RFC 6.1), factors clamped to [0, 1]',
+      quorum_policy: custom ? { ...policy, definition: custom } : policy,
+      policy: document ? { domain: document.domain, version: document.version, document } : null,
+      weight_function: document?.weight_function ?? {
+        kind: 'product',
+        description: 'weight = confidence x domain_authority x trust_score (RFC 6.1), factors clamped to [0, 1]',
+      },
       responses,
       resolution: r,
       lineage: { causes: lineage.causes, effects: lineage.effects, truncated: lineage.truncated },
