@@ -16,14 +16,14 @@ import type { FuzzWorld } from '../support/fuzz-inputs';
  */
 const RUNS = Number(process.env['FUZZ_RUNS'] ?? 2_000);
 const SEED = Number(process.env['FUZZ_SEED'] ?? Math.floor(Math.random() * 2 ** 31));
-const CONCURRENCY = Number(process.env['FUZZ_CONCURRENCY'] ?? 8);
+const CONCURRENCY = Number(process.env['FUZZ_CONCURRENCY'] ?? 16);
 const SERVICES: ServiceName[] = ['intake', 'resolver', 'sweeper', 'escalation', 'council', 'audit'];
 const HUMAN_TOKEN = 'fz-human-token-0123456789abcdef-0123456789';
 const MAX_PAYLOAD = 65_536;
 const now = () => new Date().toISOString();
 
 /** How long one mode may take: generous per input, never a measured duration under test. */
-const timeoutFor = (runs: number) => 120_000 + runs * 20;
+const timeoutFor = (runs: number) => 120_000 + runs * 100;
 
 describe.each([
   ['authentication off', false],
@@ -99,11 +99,28 @@ describe.each([
       // When the fuzzer sends its inputs, CONCURRENCY at a time.
       const fuzzer = new Fuzzer(h, world);
       setLearner(fuzzer);
-      report = await fuzzer.run({ runs: RUNS, seed: SEED, concurrency: CONCURRENCY, timeoutMs: 10_000, keys: secure ? s.keys : undefined });
-      const table = formatReport(`${mode}, seed ${SEED}`, report);
-      console.log(table);
       mkdirSync('.data', { recursive: true });
-      writeFileSync(`.data/fuzz-${secure ? 'auth-on' : 'auth-off'}.txt`, table + '\n');
+      const file = `.data/fuzz-${secure ? 'auth-on' : 'auth-off'}.txt`;
+      const title = `${mode}, seed ${SEED}, ${CONCURRENCY} in flight`;
+      report = await fuzzer.run({
+        runs: RUNS,
+        seed: SEED,
+        concurrency: CONCURRENCY,
+        timeoutMs: 10_000,
+        keys: secure ? s.keys : undefined,
+        progress: (r) => writeFileSync(file, formatReport(`${title} (running)`, r) + '\n'),
+      });
+      const table = formatReport(title, report);
+      console.log(table);
+      writeFileSync(file, table + '\n');
+      if (process.env['FUZZ_PROFILE'])
+        console.log(
+          [...fuzzer.spent.entries()]
+            .sort((a, b) => b[1] - a[1])
+            .slice(0, 25)
+            .map(([k, ms]) => `${k}: ${ms.toFixed(0)} ms in all, slowest ${fuzzer.slowest.get(k)!.toFixed(0)} ms`)
+            .join('\n'),
+        );
       // Then nothing but typed errors and valid successes, and the log never moved for an error.
       expect(report.others).toEqual([]);
       expect(report.total.other).toBe(0);

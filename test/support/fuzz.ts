@@ -69,6 +69,8 @@ export interface FuzzOptions {
   timeoutMs: number;
   /** Keys of the participants that sign (authentication on). */
   keys?: Map<string, { privateKeyPem: string }>;
+  /** Called after each chunk with the tallies so far (a long run leaves figures even if stopped). */
+  progress?: (report: FuzzReport) => void;
 }
 
 const FAMILY_WEIGHTS: Record<Family, number> = { schema: 22, mutated: 33, 'wrong-type': 10, huge: 7, deep: 8, utf8: 10, headers: 10 };
@@ -96,6 +98,9 @@ export class Fuzzer {
     seconds: 0,
   };
   private readonly rows = new Map<string, Row>();
+  /** Milliseconds per target and family (slowest, and in all): where a run's time goes. */
+  readonly slowest = new Map<string, number>();
+  readonly spent = new Map<string, number>();
 
   constructor(
     private readonly h: ConclaveHarness,
@@ -114,6 +119,9 @@ export class Fuzzer {
       const inputs = fc.sample(this.inputArb(), { seed: options.seed + round, numRuns: Math.min(chunk, options.runs - done) });
       for (let i = 0; i < inputs.length; i += options.concurrency) await this.batch(inputs.slice(i, i + options.concurrency), options);
       done += inputs.length;
+      this.report.rows = [...this.rows.values()];
+      this.report.seconds = (performance.now() - started) / 1000;
+      options.progress?.(this.report);
     }
     this.report.rows = [...this.rows.values()];
     this.report.seconds = (performance.now() - started) / 1000;
@@ -144,10 +152,24 @@ export class Fuzzer {
     return fc.oneof({ arbitrary: nats, weight: NATS_TARGETS.length }, { arbitrary: http, weight: HTTP_TARGETS.length });
   }
 
+  /** The log's last sequence after the previous batch: events appended between batches are checked with the next. */
+  private seq: number | undefined;
+
   private async batch(inputs: FuzzInput[], options: FuzzOptions): Promise<void> {
-    const before = await this.lastSeq();
-    const outcomes = await Promise.all(inputs.map((i) => this.send(i, options)));
+    const before = this.seq ?? (await this.lastSeq());
+    const outcomes = await Promise.all(
+      inputs.map(async (i) => {
+        const t0 = performance.now();
+        const o = await this.send(i, options);
+        const ms = performance.now() - t0;
+        const key = `${i.target} ${i.family}`;
+        this.slowest.set(key, Math.max(this.slowest.get(key) ?? 0, ms));
+        this.spent.set(key, (this.spent.get(key) ?? 0) + ms);
+        return o;
+      }),
+    );
     const after = await this.lastSeq();
+    this.seq = after;
     const touched = new Set<string>();
     const suspects: string[] = [];
     outcomes.forEach((o, k) => {
