@@ -193,6 +193,17 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     const messages = await consumer.consume();
     this.rejectionMessages = messages;
     this.rejectionsFollowed = true;
+    // A deleted stream or consumer, or a feed gone silent, ends the feed: /readyz says so until it
+    // is made again (the library alone would wait for missed heartbeats and say nothing).
+    void (async () => {
+      for await (const s of await messages.status()) {
+        if (['consumer_deleted', 'stream_not_found', 'consumer_not_found', 'no_responders', 'heartbeats_missed'].includes(s.type)) {
+          this.logger.warn(`rejections feed lost (${s.type}): not ready until it is followed again`);
+          messages.stop();
+          return;
+        }
+      }
+    })().catch(() => undefined);
     void (async () => {
       for await (const m of messages) await this.enqueue(() => this.appendRejection(m.seq, m.data));
     })()
