@@ -13,6 +13,9 @@
 import 'reflect-metadata';
 import { startTracing, stopTracing } from '@conclave/service-kit';
 import { tracing } from '@opentelemetry/sdk-node';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ConclaveHarness } from '../test/support/conclave-harness';
 import { DecisionCollector } from '../test/support/decisions';
@@ -22,6 +25,8 @@ const ROUNDS = int('BENCH_OVERHEAD_ROUNDS', 4);
 const PROPOSALS = int('BENCH_OVERHEAD_PROPOSALS', 1_000);
 const WARMUP = int('BENCH_OVERHEAD_WARMUP', 200);
 const IN_FLIGHT = int('BENCH_IN_FLIGHT', 64);
+/** When set, a CPU profile of each measured round is written there (`<round>-<arm>.cpuprofile`). */
+const PROFILE_DIR = process.env['BENCH_OVERHEAD_PROFILE'];
 
 /** `on`: metrics and tracing; `metrics`: metrics only; `off`: CONCLAVE_INSTRUMENTATION=off. */
 type Arm = 'on' | 'metrics' | 'off';
@@ -89,11 +94,22 @@ async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<Overhe
     await h.start('intake', 'resolver', 'sweeper');
     const decisions = new DecisionCollector(h.client);
     await drive(h, decisions, 0, WARMUP);
+    const profiler = PROFILE_DIR && n > 0 ? new Session() : undefined;
+    if (profiler) {
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.start');
+    }
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     await drive(h, decisions, WARMUP, proposals);
     const seconds = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
+    if (profiler && PROFILE_DIR) {
+      const { profile } = await profiler.post('Profiler.stop');
+      writeFileSync(join(PROFILE_DIR, `${n}-${arm}.cpuprofile`), JSON.stringify(profile));
+      profiler.disconnect();
+    }
     return { round: n, arm, rate: proposals / seconds, cpuUsPerProposal: (cpu.user + cpu.system) / proposals };
   } finally {
     await h.stop();
