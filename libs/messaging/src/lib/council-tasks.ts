@@ -13,8 +13,12 @@ import { councilSubjects } from './subjects';
 
 const NS_PER_MS = 1_000_000;
 
-/** How long an unacknowledged task stays with a member before it is delivered again. */
-export const MEMBER_TASK_ACK_WAIT_MS = 30_000;
+/**
+ * How long an unacknowledged task stays with a member before it is delivered again: a member that
+ * crashed mid-task gets it back (or its next session does) this long after. A member working on a
+ * task keeps it by signalling progress (the SDK does every third of this).
+ */
+export const MEMBER_TASK_ACK_WAIT_MS = 5_000;
 /** Tasks nobody ever consumed are dropped after a day (every task's deadline is long past by then). */
 const TASK_MAX_AGE_MS = 24 * 3_600_000;
 

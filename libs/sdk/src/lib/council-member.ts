@@ -116,6 +116,8 @@ export class CouncilMember {
   private readonly pending = new Map<string, Promise<'done' | 'later'>>();
   private readonly cache = new Map<string, CachedAnswer>();
   private readonly cancelled = new Set<string>();
+  /** Tasks abandoned by stop(): handed back to the queue once this session no longer pulls. */
+  private readonly handBack: JsMsg[] = [];
   private readyResolve!: () => void;
   /** Resolves once the member consumes its queue. */
   readonly ready: Promise<void> = new Promise((r) => (this.readyResolve = r));
@@ -166,6 +168,8 @@ export class CouncilMember {
     await this.messages?.close().catch(() => undefined);
     await this.attached;
     await Promise.all([...this.inFlight]);
+    // Handed back only now: a redelivery while this session still pulled would come back to it.
+    for (const m of this.handBack.splice(0)) m.nak();
   }
 
   private async consume(): Promise<void> {
@@ -227,8 +231,9 @@ export class CouncilMember {
         this.pending.set(task.task_id, run);
       }
       const outcome = await run;
-      if (outcome === 'later') m.nak(this.stopped ? 0 : RESEND_DELAY_MS);
-      else m.ack();
+      if (outcome === 'done') m.ack();
+      else if (this.stopped) this.handBack.push(m);
+      else m.nak(RESEND_DELAY_MS);
     } finally {
       clearInterval(beat);
     }

@@ -1,4 +1,4 @@
-import type { CouncilRole, GoalContract, MemberDescriptor, Usage } from '@conclave/council-protocol';
+import type { CancelNotice, CouncilRole, GoalContract, MemberDescriptor, Usage } from '@conclave/council-protocol';
 import type { NatsConnection } from 'nats';
 import { CouncilMember, CouncilTask, CouncilVerdict } from './council-member';
 
@@ -170,6 +170,10 @@ export class ScriptedMember {
   readonly requests = new Map<string, number>();
   readonly tasks: CouncilTask[] = [];
   readonly verdicts: { task: CouncilTask; verdict: CouncilVerdict }[] = [];
+  /** Cancel notices received (the run ended, or the stage went on without the task). */
+  readonly cancels: CancelNotice[] = [];
+  /** Why each abandoned handler's signal aborted, by task id. */
+  readonly aborted = new Map<string, string>();
   private waiters: { test: () => boolean; resolve: () => void }[] = [];
   private release!: () => void;
   private readonly stopped = new Promise<void>((r) => (this.release = r));
@@ -180,7 +184,11 @@ export class ScriptedMember {
     readonly behaviour: ScriptedBehaviour = {},
     prefix?: string,
   ) {
-    const answer = async (task: CouncilTask, ctx: { reportUsage(u: Usage): void }) => {
+    const answer = async (task: CouncilTask, ctx: { signal: AbortSignal; reportUsage(u: Usage): void }) => {
+      ctx.signal.addEventListener('abort', () => {
+        this.aborted.set(task.task_id, String((ctx.signal.reason as Error)?.message ?? ctx.signal.reason));
+        this.notify();
+      });
       this.requests.set(task.task_id, (this.requests.get(task.task_id) ?? 0) + 1);
       this.tasks.push(task);
       this.notify();
@@ -203,6 +211,10 @@ export class ScriptedMember {
         this.verdicts.push({ task, verdict });
         this.notify();
       },
+      onCancel: (notice) => {
+        this.cancels.push(notice);
+        this.notify();
+      },
     });
     for (const stage of ['proposal', 'review', 'conflict-map', 'frame-check', 'revision', 'synthesis'] as const)
       this.member.on(stage, answer);
@@ -211,6 +223,11 @@ export class ScriptedMember {
   start(): this {
     this.member.start();
     return this;
+  }
+
+  /** Resolves once the member consumes its task queue. */
+  get ready(): Promise<void> {
+    return this.member.ready;
   }
 
   async stop(): Promise<void> {
