@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { defaultMetadataStorage } from 'class-transformer/cjs/storage';
 import { PATH_METADATA } from '@nestjs/common/constants';
 import { HealthController } from '../../libs/service-kit/src/lib/health.controller';
 import { AuditConfig } from '../../apps/audit/src/app/audit.config';
@@ -49,11 +48,16 @@ const objects = renderKustomization();
 const find = (kind: string, name: string): K8sObject | undefined => objects.find((o) => o.kind === kind && o.metadata.name === name);
 const spec = (o: K8sObject | undefined): Record<string, unknown> => (o?.['spec'] ?? {}) as Record<string, unknown>;
 
+/** class-transformer's decorator registry (its `storage` module ships no type declarations). */
+const { defaultMetadataStorage } = require('class-transformer/cjs/storage') as {
+  defaultMetadataStorage: { getExposedMetadatas(target: unknown): Array<{ options: { name?: string } }> };
+};
+
 /** Environment variable names a config class reads (its own and inherited @Expose names). */
 function envNamesOf(config: object): Set<string> {
   return new Set(
     defaultMetadataStorage
-      .getExposedMetadatas(config as never)
+      .getExposedMetadatas(config)
       .map((m) => m.options.name)
       .filter((n): n is string => typeof n === 'string'),
   );

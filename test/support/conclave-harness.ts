@@ -99,6 +99,7 @@ export class ConclaveHarness {
       `EVT_${this.run}_AUDIT`,
       `EVT_${this.run}_REJECTIONS`,
       `KV_EVT_${this.run}_NONCES`,
+      `KV_EVT_${this.run}_LEASES`,
     ];
     for (const name of names) await jsm.streams.delete(name).catch(() => undefined);
     await this.nc.drain();

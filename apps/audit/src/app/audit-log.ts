@@ -4,6 +4,10 @@ import { ensureStream } from '@conclave/messaging';
 import { AuditEntry, chainEntry, GENESIS_HASH } from '@conclave/registry-protocol';
 import {
   ConclaveMetrics,
+  IDS,
+  IdGenerator,
+  KvLease,
+  leaseBucketOf,
   METRICS,
   NATS_CONNECTION,
   Reactor,
@@ -11,11 +15,11 @@ import {
   Readiness,
   rejectionsStream,
   SERVICE_CONFIG,
-  ServiceConfig,
   sha256Hex,
 } from '@conclave/service-kit';
 import { ConsumerMessages, consumerOpts, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import { auditContentOf, rejectionEventOf } from './audit-entry';
+import { AuditConfig } from './audit.config';
 
 export interface AuditQuery {
   proposal_id?: string;
@@ -40,6 +44,13 @@ const decoder = new TextDecoder();
  * rejection stream's sequence): after a restart the service resumes each source right after its
  * last entry, never twice, never skipping.
  *
+ * One writer at any replica count: the replica holding the `audit-chain` lease (`KvLease`,
+ * `<event stream>_LEASES`) follows the log and the rejections and appends; the others are
+ * standbys that follow the chain stream itself, answer queries from it, and take the lease over
+ * when the holder stops renewing it. A writer that finds the chain moved under it (a late write
+ * of a holder that lost the lease) reads the entries it missed, so an event already in the chain
+ * is skipped by its position, never written twice, and it appends only while it holds the lease.
+ *
  * Entries are also held in memory for queries (fine to millions of entries; beyond that,
  * queries should read the stream).
  */
@@ -54,8 +65,17 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly reactor: Reactor<StoredEvent['event']>;
   private rejectionMessages: ConsumerMessages | undefined;
   private rejectionsFollowed = false;
+  private chainMessages: ConsumerMessages | undefined;
+  private chainFollowed = false;
   private stopping = false;
   private caughtUp = false;
+  /** True from taking the lease until losing it: only then does anything reach the chain. */
+  private writing = false;
+  /** Bumped at each lease change, so a takeover overtaken by a loss stops where it is. */
+  private generation = 0;
+  readonly lease: KvLease;
+  /** The takeover under way (or done) since this replica last took the lease. */
+  private takingOver: Promise<void> | undefined;
   private js!: JetStreamClient;
   /** Appends one at a time, whichever source they come from. */
   private queue: Promise<void> = Promise.resolve();
@@ -65,17 +85,35 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
   constructor(
     reactors: Reactors,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
-    @Inject(SERVICE_CONFIG) private readonly config: ServiceConfig,
+    @Inject(SERVICE_CONFIG) private readonly config: AuditConfig,
     readiness: Readiness,
+    @Inject(IDS) ids: IdGenerator,
     @Optional() metrics?: ConclaveMetrics,
   ) {
     metrics?.observe(METRICS.auditChainEntries, {}, () => this.head.seq);
     this.stream = `${config.eventStream}_AUDIT`;
     this.subject = `${config.eventSubjectPrefix}.audit.chain`;
     this.rejections = rejectionsStream(config);
-    readiness.register('audit-chain', () => this.caughtUp);
-    readiness.register('audit-rejections-feed', () => this.rejectionsFollowed);
-    this.reactor = reactors.create({ name: 'audit', categories: '*', apply: (e) => this.enqueue(() => this.appendEvent(e)) });
+    // A standby is ready while it follows the chain (it answers queries); the holder once it caught up.
+    readiness.register('audit-chain', () => this.chainFollowed && (!this.lease.held || this.caughtUp));
+    readiness.register('audit-rejections-feed', () => !this.lease.held || this.rejectionsFollowed);
+    this.reactor = reactors.create({
+      name: 'audit',
+      categories: '*',
+      apply: (e) => (this.writing ? this.enqueue(() => this.appendEvent(e)) : undefined),
+      standby: () => !this.lease.held,
+    });
+    this.lease = new KvLease(
+      nc,
+      {
+        bucket: leaseBucketOf(config.eventStream),
+        key: 'audit-chain',
+        holder: `audit-${ids.next()}`,
+        ttlMs: config.leaseMs ?? 10_000,
+        replicas: config.logReplicas,
+      },
+      { acquired: () => (this.takingOver = this.takeOver()), lost: () => this.standDown() },
+    );
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -84,19 +122,54 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     await ensureStream(jsm, { name: this.stream, subjects: [this.subject], replicas: this.config.logReplicas, duplicateWindowMs: 60_000 });
     await ensureStream(jsm, { name: this.rejections.stream, subjects: [this.rejections.subject], replicas: this.config.logReplicas });
     await this.loadEntries(jsm);
-    const from = this.lastLogPosition ?? 'start';
-    await this.followRejections();
-    await this.reactor.start(from);
-    this.caughtUp = true;
-    this.logger.log(`audit chain at seq ${this.head.seq}, log resumed after ${from}, rejections after ${this.lastRejectionSeq}`);
+    await this.followChain();
+    await this.lease.start();
+    // A replica that took the lease at once (the first, or the only one) starts as the writer, caught up.
+    await this.takingOver;
   }
 
   async onApplicationShutdown(): Promise<void> {
-    this.caughtUp = false;
     this.stopping = true;
+    // Stops the writing (standDown) and releases the lease, so a standby takes over at once.
+    await this.lease.stop();
+    await this.chainMessages?.close();
+  }
+
+  /** This replica holds the lease: read what the chain has, then follow both sources after it. */
+  private async takeOver(): Promise<void> {
+    const generation = ++this.generation;
+    try {
+      await this.syncChain();
+      if (generation !== this.generation) return;
+      this.writing = true;
+      const from = this.lastLogPosition ?? 'start';
+      await this.followRejections();
+      await this.reactor.start(from);
+      if (generation !== this.generation) return;
+      this.caughtUp = true;
+      this.logger.log(`audit chain writer at seq ${this.head.seq}, log resumed after ${from}, rejections after ${this.lastRejectionSeq}`);
+    } catch (err) {
+      // Not started: give the lease up so that a replica that can write takes it.
+      this.logger.error(`audit chain takeover failed: ${(err as Error).message}`);
+      if (generation === this.generation && !this.stopping) {
+        await this.lease.stop();
+        if (!this.stopping) await this.lease.start();
+      }
+    }
+  }
+
+  /** The lease is gone (taken over, not renewed in time, or shutting down): stop writing at once. */
+  private async standDown(): Promise<void> {
+    ++this.generation;
+    this.writing = false;
+    this.caughtUp = false;
     await this.reactor.stop();
-    await this.rejectionMessages?.close();
+    const rejections = this.rejectionMessages;
+    this.rejectionMessages = undefined;
+    this.rejectionsFollowed = false;
+    await rejections?.close();
     await this.queue.catch(() => undefined);
+    this.logger.log(`audit chain standby at seq ${this.head.seq}`);
   }
 
   get head(): { seq: number; hash: string } {
@@ -139,16 +212,13 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
   }
 
   private async appendEvent(stored: StoredEvent): Promise<void> {
-    if (this.lastLogPosition !== undefined && stored.position <= this.lastLogPosition) return;
-    await this.write(stored);
-    this.lastLogPosition = stored.position;
+    await this.write(stored, () => this.lastLogPosition === undefined || stored.position > this.lastLogPosition);
   }
 
   private async appendRejection(seq: number, data: Uint8Array): Promise<void> {
-    if (seq <= this.lastRejectionSeq) return;
     // Validated, forced to a rejection; a malformed message is recorded as such, never thrown.
     const event = rejectionEventOf(data, seq, new Date().toISOString()) as StoredEvent['event'];
-    await this.write({
+    const stored = {
       stream: this.rejections.stream,
       category: 'rejection',
       event,
@@ -156,29 +226,69 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
       version: String(seq),
       previous: undefined,
       endOfCommit: true,
-    });
-    this.lastRejectionSeq = seq;
+    };
+    await this.write(stored, () => seq > this.lastRejectionSeq);
   }
 
   /**
-   * Appends one entry, retrying through a NATS outage until the chain stream has it: an entry is
-   * never skipped. The message id and expected sequence make a retry of a stored entry harmless.
+   * Appends one entry while this replica writes, retrying through a NATS outage until the chain
+   * stream has it: an entry is never skipped. The message id and expected sequence make a retry of
+   * a stored entry harmless; a chain that moved on (another writer got there first) is read up to
+   * its end, and the entry made again on it unless that writer already recorded this source item.
    */
-  private async write(stored: StoredEvent): Promise<void> {
-    const entry = chainEntry(this.last, auditContentOf(stored, this.payloadHashes), sha256Hex);
-    const data = encoder.encode(JSON.stringify(entry));
-    for (let attempt = 1; ; attempt++) {
+  private async write(stored: StoredEvent, isNew: () => boolean): Promise<void> {
+    for (let attempt = 1; this.writing && isNew(); attempt++) {
+      const entry = chainEntry(this.last, auditContentOf(stored, this.payloadHashes), sha256Hex);
+      const data = encoder.encode(JSON.stringify(entry));
       try {
         await this.js.publish(this.subject, data, { msgID: `audit-${entry.seq}`, expect: { lastSequence: entry.seq - 1 } });
-        break;
+        this.remember(entry);
+        return;
       } catch (err) {
         if (this.stopping) throw err;
+        if (isWrongLastSequence(err)) {
+          this.logger.warn(`audit chain moved past seq ${entry.seq - 1} under this writer: reading it`);
+          await this.syncChain().catch((e: Error) => this.logger.warn(`audit chain not read yet: ${e.message}`));
+          continue;
+        }
         if (attempt === 1 || attempt % 20 === 0)
           this.logger.warn(`audit entry ${entry.seq} not stored yet (attempt ${attempt}): ${(err as Error).message}`);
         await new Promise((r) => setTimeout(r, Math.min(2_000, 50 * 2 ** Math.min(attempt, 6))));
       }
     }
-    this.entries.push(entry);
+  }
+
+  /** Reads every entry the chain stream has beyond ours (from its leader), in order. */
+  private async syncChain(): Promise<void> {
+    const jsm = await this.nc.jetstreamManager();
+    const last = (await jsm.streams.info(this.stream)).state.last_seq;
+    for (let seq = this.head.seq + 1; seq <= last; seq = this.head.seq + 1) {
+      const m = await jsm.streams.getMessage(this.stream, { seq });
+      this.remember(JSON.parse(decoder.decode(m.data)) as AuditEntry);
+    }
+  }
+
+  /**
+   * Every replica follows the chain stream from its last entry (an ordered consumer): a standby
+   * so that its queries and a takeover start from the chain's end, the writer harmlessly (its own
+   * entries are already there). Made again from the same place when it ends.
+   */
+  private async followChain(): Promise<void> {
+    const consumer = await this.js.consumers.get(this.stream, {
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: this.head.seq + 1,
+    });
+    const messages = await consumer.consume();
+    this.chainMessages = messages;
+    this.chainFollowed = true;
+    void (async () => {
+      for await (const m of messages) this.remember(JSON.parse(decoder.decode(m.data)) as AuditEntry);
+    })()
+      .catch((err: Error) => this.logger.warn(`chain feed interrupted: ${err.message}`))
+      .finally(() => {
+        this.chainFollowed = false;
+        if (!this.stopping) void this.refollow('chain', () => this.followChain());
+      });
   }
 
   /**
@@ -210,20 +320,24 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
       .catch((err: Error) => this.logger.warn(`rejections feed interrupted: ${err.message}`))
       .finally(() => {
         this.rejectionsFollowed = false;
-        if (!this.stopping) void this.refollowRejections();
+        // Closed on purpose when the lease is lost; resumed only while this replica writes.
+        if (!this.stopping && this.writing && this.rejectionMessages === messages)
+          void this.refollow('rejections', async () => {
+            await this.queue;
+            if (this.writing) await this.followRejections();
+          });
       });
   }
 
-  private async refollowRejections(): Promise<void> {
+  private async refollow(feed: string, follow: () => Promise<void>): Promise<void> {
     for (let delay = 250; !this.stopping; delay = Math.min(5_000, delay * 2)) {
       await new Promise((r) => setTimeout(r, delay));
       try {
-        await this.queue;
-        await this.followRejections();
-        this.logger.log(`rejections feed resumed after ${this.lastRejectionSeq}`);
+        await follow();
+        this.logger.log(`${feed} feed resumed at chain seq ${this.head.seq}`);
         return;
       } catch (err) {
-        this.logger.warn(`rejections feed not resumed yet: ${(err as Error).message}`);
+        this.logger.warn(`${feed} feed not resumed yet: ${(err as Error).message}`);
       }
     }
   }
@@ -250,11 +364,20 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     }
   }
 
+  /** Adds the chain's next entry (whoever wrote it); one already held is ignored, a gap waits for syncChain. */
   private remember(entry: AuditEntry): void {
+    if (entry.seq !== this.head.seq + 1) return;
     this.entries.push(entry);
     if (entry.proposal_id && entry.payload_hash && entry.action === 'ProposalSubmitted')
       this.payloadHashes.set(entry.proposal_id, entry.payload_hash);
     if (entry.stream === this.rejections.stream) this.lastRejectionSeq = Number(entry.position);
     else if (entry.position !== undefined) this.lastLogPosition = entry.position;
   }
+}
+
+const WRONG_LAST_SEQUENCE = 10071;
+
+function isWrongLastSequence(err: unknown): boolean {
+  const e = err as { api_error?: { err_code?: number }; message?: string };
+  return e?.api_error?.err_code === WRONG_LAST_SEQUENCE || /wrong last sequence/i.test(e?.message ?? '');
 }

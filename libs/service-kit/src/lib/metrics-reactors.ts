@@ -6,6 +6,8 @@ interface Followed {
   readonly checkpoint: StartFrom;
   readonly isFollowing: boolean;
   readonly handled: number;
+  /** A standby replica (another holds the lease): its lag is not reported. */
+  readonly isStandby?: boolean;
 }
 
 /**
@@ -26,6 +28,7 @@ export function trackReactor(
   metrics.observeTotal(METRICS.reactorHandled, labels, () => reactor.handled);
   if (headOf) {
     metrics.observe(METRICS.reactorLag, labels, async () => {
+      if (reactor.isStandby) return undefined;
       const head = await headOf(categories);
       if (head === undefined) return undefined;
       return Math.max(0, head - positionNumber(reactor.checkpoint));

@@ -45,6 +45,11 @@ export interface ReactorDefinition<E extends LogEvent> {
     take(): unknown;
     restore(state: unknown): void;
   };
+  /**
+   * True while this replica is a standby that must not follow the log (another holds the lease
+   * on this reactor's work): it then counts as ready and reports no lag.
+   */
+  standby?(): boolean;
 }
 
 export interface SnapshotPolicy {
@@ -93,7 +98,7 @@ export class Reactor<E extends LogEvent> {
     private readonly snapshots?: SnapshotPolicy,
   ) {
     this.logger = new Logger(`Reactor:${definition.name}`);
-    readiness?.register(`reactor:${definition.name}`, () => this.following && !this.failed);
+    readiness?.register(`reactor:${definition.name}`, () => (this.isStandby || this.following) && !this.failed);
   }
 
   /** The position of the last event handled. */
@@ -103,6 +108,11 @@ export class Reactor<E extends LogEvent> {
 
   get isFollowing(): boolean {
     return this.following;
+  }
+
+  /** A standby replica's reactor (see `ReactorDefinition.standby`): not following, by design. */
+  get isStandby(): boolean {
+    return this.definition.standby?.() ?? false;
   }
 
   /**

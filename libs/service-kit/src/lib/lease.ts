@@ -1,0 +1,227 @@
+import { Logger } from '@nestjs/common';
+import { KV, KvEntry, NatsConnection, StorageType } from 'nats';
+
+const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+
+/** What a lease entry holds: who holds it, since when, and until when unless renewed. */
+export interface LeaseRecord {
+  holder: string;
+  acquired_at: string;
+  expires_at: string;
+}
+
+export interface LeaseOptions {
+  /** The KV bucket of leases (`<event stream>_LEASES`); its entries age out after `ttlMs` without a write. */
+  bucket: string;
+  /** What is leased, e.g. `audit-chain`. */
+  key: string;
+  /** This process as holder: unique per process. */
+  holder: string;
+  /** How long a lease lasts without renewal. It is renewed every third of it. */
+  ttlMs: number;
+  /** Replicas of the bucket's stream (3 on a cluster). */
+  replicas: number;
+  /** Milliseconds since the epoch; the system clock unless a test gives another. */
+  now?: () => number;
+}
+
+/** What the holder is told: the fencing token is the KV revision its lease was written at. */
+export interface LeaseEvents {
+  /** This process holds the lease from now on; the work that needs one writer may start. */
+  acquired(token: number): Promise<void> | void;
+  /** It no longer does (taken over, not renewed in time, or stopping): that work must stop at once. */
+  lost(reason: string): Promise<void> | void;
+}
+
+const WRONG_LAST_SEQUENCE = 10071;
+
+function isRevisionConflict(err: unknown): boolean {
+  const e = err as { api_error?: { err_code?: number }; message?: string };
+  return e?.api_error?.err_code === WRONG_LAST_SEQUENCE || /wrong last sequence|key exists/i.test(e?.message ?? '');
+}
+
+/**
+ * A lease with fencing on JetStream KV, for work that must have one writer at a time while any
+ * number of replicas run. The entry `key` in the bucket names the holder; every write of it is
+ * revision-checked (create when absent, update at the revision read), so of two replicas racing
+ * for it exactly one wins, and a holder learns it lost the lease at its next renewal, when the
+ * revision it holds is no longer the entry's.
+ *
+ * Expiry is enforced twice: the bucket's `max_age` (its TTL) removes an entry nobody renewed for
+ * `ttlMs`, so a dead holder's lease disappears on the server's clock; and the entry's
+ * `expires_at` lets a standby take over an expired entry still present. A holder that cannot
+ * renew (NATS unreachable) gives the lease up itself once `ttlMs` has passed since its last
+ * renewal, before a standby can have taken it over by either rule.
+ *
+ * The revision is the fencing token. A lease alone cannot stop a paused holder's late write, so
+ * the protected data must also be written with a check of its own (the audit chain: each entry
+ * expects the chain's last sequence) and a writer that fails that check re-reads and defers to
+ * the lease.
+ */
+export class KvLease {
+  private readonly logger: Logger;
+  private kv: Promise<KV> | undefined;
+  private revision: number | undefined;
+  private renewedAt = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private tick: Promise<void> = Promise.resolve();
+  private readonly now: () => number;
+  private lastFailure: string | undefined;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    readonly options: LeaseOptions,
+    private readonly events: LeaseEvents,
+  ) {
+    this.logger = new Logger(`Lease:${options.key}`);
+    this.now = options.now ?? Date.now;
+  }
+
+  /** The fencing token while this process holds the lease. */
+  get token(): number | undefined {
+    return this.revision;
+  }
+
+  get held(): boolean {
+    return this.revision !== undefined;
+  }
+
+  /** Tries to take the lease now and then keeps trying (standby) or renewing (holder) every third of the TTL. */
+  async start(): Promise<void> {
+    this.running = true;
+    await this.step();
+    this.schedule();
+  }
+
+  /** Stops, tells the holder's work to stop, then releases the lease so a standby takes over at once. */
+  async stop(): Promise<void> {
+    this.running = false;
+    clearTimeout(this.timer);
+    await this.tick;
+    const revision = this.revision;
+    if (revision === undefined) return;
+    await this.lose('stopping');
+    const kv = await this.bucket().catch(() => undefined);
+    await kv?.delete(this.options.key, { previousSeq: revision }).catch((err: unknown) => {
+      if (!isRevisionConflict(err)) this.logger.warn(`lease not released (it expires by itself): ${(err as Error).message}`);
+    });
+  }
+
+  /** Who holds the lease now, as the bucket says. */
+  async holder(): Promise<LeaseRecord | null> {
+    return live(await (await this.bucket()).get(this.options.key));
+  }
+
+  private schedule(): void {
+    if (!this.running) return;
+    this.timer = setTimeout(
+      () => {
+        this.tick = this.step().finally(() => this.schedule());
+      },
+      Math.max(50, Math.floor(this.options.ttlMs / 3)),
+    );
+  }
+
+  private async step(): Promise<void> {
+    try {
+      if (this.revision === undefined) {
+        const token = await this.tryAcquire();
+        if (token !== undefined && this.running) {
+          this.revision = token;
+          this.renewedAt = this.now();
+          this.logger.log(`acquired by ${this.options.holder} (token ${token})`);
+          // Not awaited: renewals must go on while the holder starts its work (a catch-up can be long).
+          void Promise.resolve()
+            .then(() => this.events.acquired(token))
+            .catch((err: Error) => this.logger.error(`lease holder failed to start: ${err.message}`));
+        }
+      } else await this.renew();
+    } catch (err) {
+      // Once per distinct failure: a replica cut off from NATS would otherwise log every step.
+      const message = (err as Error).message;
+      if (message !== this.lastFailure) this.logger.warn(`lease step failed: ${message}`);
+      this.lastFailure = message;
+      return;
+    }
+    this.lastFailure = undefined;
+  }
+
+  /** The new revision when the lease was free, expired or released; undefined when another holds it. */
+  private async tryAcquire(): Promise<number | undefined> {
+    const kv = await this.bucket();
+    const entry = await kv.get(this.options.key);
+    const current = live(entry);
+    const startedAt = this.now();
+    try {
+      if (!current || !entry) return await kv.create(this.options.key, this.value(startedAt));
+      if (current.holder !== this.options.holder && Date.parse(current.expires_at) > startedAt) return undefined;
+      return await kv.update(this.options.key, this.value(startedAt), entry.revision);
+    } catch (err) {
+      if (isRevisionConflict(err)) return undefined;
+      throw err;
+    }
+  }
+
+  private async renew(): Promise<void> {
+    const revision = this.revision;
+    if (revision === undefined) return;
+    const startedAt = this.now();
+    try {
+      const kv = await this.bucket();
+      this.revision = await kv.update(this.options.key, this.value(startedAt, this.acquiredAt), revision);
+      this.renewedAt = startedAt;
+    } catch (err) {
+      if (isRevisionConflict(err)) return this.lose('taken over by another holder');
+      // Unreachable: it may have expired for the others already; stop before they can start.
+      if (this.now() - this.renewedAt >= this.options.ttlMs)
+        return this.lose(`not renewed for ${this.options.ttlMs} ms: ${(err as Error).message}`);
+      this.logger.warn(`lease not renewed yet: ${(err as Error).message}`);
+    }
+  }
+
+  private acquiredAt: string | undefined;
+
+  private async lose(reason: string): Promise<void> {
+    if (this.revision === undefined) return;
+    this.revision = undefined;
+    this.acquiredAt = undefined;
+    this.logger.warn(`lost by ${this.options.holder}: ${reason}`);
+    await this.events.lost(reason);
+  }
+
+  private value(at: number, acquiredAt?: string): Uint8Array {
+    this.acquiredAt = acquiredAt ?? new Date(at).toISOString();
+    const record: LeaseRecord = {
+      holder: this.options.holder,
+      acquired_at: this.acquiredAt,
+      expires_at: new Date(at + this.options.ttlMs).toISOString(),
+    };
+    return encoder.encode(JSON.stringify(record));
+  }
+
+  private bucket(): Promise<KV> {
+    this.kv ??= this.nc.jetstream().views.kv(this.options.bucket, {
+      history: 1,
+      replicas: this.options.replicas,
+      storage: StorageType.File,
+      ttl: this.options.ttlMs,
+    });
+    this.kv.catch(() => (this.kv = undefined));
+    return this.kv;
+  }
+}
+
+function live(entry: KvEntry | null): LeaseRecord | null {
+  if (!entry || entry.operation !== 'PUT' || entry.value.length === 0) return null;
+  try {
+    const v = JSON.parse(decoder.decode(entry.value)) as LeaseRecord;
+    return typeof v.holder === 'string' && typeof v.expires_at === 'string' ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The bucket of a deployment's single-writer leases. */
+export const leaseBucketOf = (eventStream: string): string => `${eventStream}_LEASES`;
