@@ -20,6 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { ConclaveHarness } from '../test/support/conclave-harness';
 import { DecisionCollector } from '../test/support/decisions';
 import { fmt, int } from './bench-util';
+import { shares } from './profile-shares';
 
 const ROUNDS = int('BENCH_OVERHEAD_ROUNDS', 4);
 const PROPOSALS = int('BENCH_OVERHEAD_PROPOSALS', 1_000);
@@ -108,6 +109,8 @@ async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<Overhe
     if (profiler && PROFILE_DIR) {
       const { profile } = await profiler.post('Profiler.stop');
       writeFileSync(join(PROFILE_DIR, `${n}-${arm}.cpuprofile`), JSON.stringify(profile));
+      const s = shares(profile as Parameters<typeof shares>[0]);
+      console.log(`round ${n} ${arm} profile: tracing ${fmt(s.tracing)}%, metrics ${fmt(s.metrics)}%, GC ${fmt(s.gc)}% of busy CPU`);
       profiler.disconnect();
     }
     return { round: n, arm, rate: proposals / seconds, cpuUsPerProposal: (cpu.user + cpu.system) / proposals };
