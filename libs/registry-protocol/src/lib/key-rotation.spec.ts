@@ -14,8 +14,10 @@ const T0 = '2026-01-01T00:00:00.000Z';
 const DUE = '2026-01-02T00:00:00.000Z';
 let n = 0;
 
+type Step = { at: string; actor?: string; command: Pick<RegistryCommand, 'type' | 'data'> };
+
 /** Decides each command at its own time, folding as it goes: the registry as intake runs it. */
-function history(...steps: Array<{ at: string; actor?: string; command: Pick<RegistryCommand, 'type' | 'data'> }>) {
+function history(...steps: Step[]) {
   const events: RegistryEvent[] = [];
   for (const s of steps) {
     const meta = { command_id: `01J00000000000000000000${String(100 + ++n).slice(-3)}`, now: s.at, actor: s.actor ?? 'agent-a' };
@@ -112,7 +114,7 @@ describe('key rotation with a cool-down (a stolen key cannot lock its owner out)
     const instant = fc.integer({ min: Date.parse(T0), max: Date.parse('2026-01-03T00:00:00.000Z') }).map((t) => new Date(t).toISOString());
     fc.assert(
       fc.property(instant, fc.option(instant, { nil: undefined }), (at, cancelledAt) => {
-        const steps = [register, ownRotation()];
+        const steps: Step[] = [register, ownRotation()];
         const cancels = cancelledAt !== undefined && Date.parse(cancelledAt) < Date.parse(DUE);
         if (cancels) steps.push(cancel(cancelledAt));
         const { state } = history(...steps);
