@@ -1,4 +1,4 @@
-import { ANSWER_SCHEMAS, memberApiSchemas } from '@conclave/council-protocol';
+import { ANSWER_SCHEMAS, memberApiSchemas, RUN_RECORD_SCHEMAS } from '@conclave/council-protocol';
 import { councilSubjects } from '@conclave/messaging';
 import { candidateFor, cleanBehaviour, ScriptedMember, scriptedGoalContract, scriptedPanel } from '@conclave/sdk';
 import { CouncilHarness } from '../support/council-harness';
@@ -117,7 +117,7 @@ describe('Council member API end to end (durable task queues, content-only answe
   it('a member in any language: reads the schemas on <prefix>.v1.schemas, and an answer with an unknown field is refused by name and recorded', async () => {
     const subjects = councilSubjects(c.prefix);
     const reply = dec((await c.h.nc.request(subjects.schemas, enc({}), { timeout: 5_000 })).data);
-    expect(reply).toEqual({ ok: true, schemas: JSON.parse(JSON.stringify(memberApiSchemas())) });
+    expect(reply).toEqual({ ok: true, schemas: JSON.parse(JSON.stringify({ ...memberApiSchemas(), run_record: RUN_RECORD_SCHEMAS })) });
     expect(Object.keys(reply.schemas.answers.proposal.properties)).toEqual(Object.keys(ANSWER_SCHEMAS.proposal.properties));
 
     const t = tag();

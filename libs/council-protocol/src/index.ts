@@ -31,6 +31,7 @@ export * from './lib/run-aggregation';
 // The member API: JSON Schemas, answer validation and stamping, cancel notices.
 export * from './lib/member-schemas';
 export * from './lib/member-answers';
+export * from './lib/run-record-schema';
 // Evaluation (council:L4 and L5, spec 14 to 16): pure; the controller, policy and service use them.
 export * from './lib/evaluation/ballots';
 export * from './lib/evaluation/choice-models';

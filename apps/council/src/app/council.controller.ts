@@ -1,7 +1,7 @@
 import { Controller, UseFilters } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { AcpError } from '@conclave/acp-protocol';
-import { CouncilError, memberApiSchemas } from '@conclave/council-protocol';
+import { CouncilError, memberApiSchemas, RUN_RECORD_SCHEMAS } from '@conclave/council-protocol';
 import { COUNCIL_COMMANDS, okReply, PassThroughRpcExceptionFilter, PlainNatsContext } from '@conclave/messaging';
 import { CommandContext, Identity, RejectionRecorder } from '@conclave/service-kit';
 import { CouncilCommands, declaredActor } from './council-commands';
@@ -57,11 +57,12 @@ export class CouncilController {
 
   /**
    * The member API's JSON Schemas (each stage's task and answer, the answer message, the verdict,
-   * the cancel notice). Public: no run data, so no authentication (members do not sign).
+   * the cancel notice) and the RunRecord schema of each level. Public: no run data, so no
+   * authentication (members do not sign).
    */
   @MessagePattern(COUNCIL_COMMANDS.schemas)
   onSchemas() {
-    return okReply({ schemas: memberApiSchemas() });
+    return okReply({ schemas: { ...memberApiSchemas(), run_record: RUN_RECORD_SCHEMAS } });
   }
 
   private async run<T extends object>(

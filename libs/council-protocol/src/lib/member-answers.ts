@@ -98,7 +98,8 @@ export const STAMPED_FIELDS = {
 // strictTypes off: subschemas inside anyOf/if constrain a property whose type the parent schema states.
 const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false, strictRequired: false });
 const compiled = new Map<object, ValidateFunction>();
-function validator(schema: object): ValidateFunction {
+/** The schema's validator, compiled once. */
+export function compileSchema(schema: object): ValidateFunction {
   let v = compiled.get(schema);
   if (!v) {
     v = ajv.compile(schema);
@@ -141,7 +142,7 @@ function schemaError(what: string, prefix: string, errors: ErrorObject[]): Counc
 
 /** Validates against a schema; throws SCHEMA_VIOLATION naming the field. */
 export function checkAgainstSchema(schema: object, value: unknown, what: string, prefix = ''): void {
-  const v = validator(schema);
+  const v = compileSchema(schema);
   if (!v(value)) throw schemaError(what, prefix, v.errors ?? []);
 }
 

@@ -10,6 +10,7 @@ import { MemberDescriptor, parseMemberDescriptor } from './member-descriptor';
 import { ReviewArtifact, parseReviewArtifact, reviewIssueId } from './review-artifact';
 import { parseRevisionArtifact, RevisionResponse } from './revision-artifact';
 import { mentionsMemberId } from './review-and-anonymity';
+import { runRecordSchemaProblems } from './run-record-schema';
 import { isRecord } from './validation';
 
 export const RUN_RECORD_PROBLEM_CODES = [
@@ -55,7 +56,10 @@ export interface RunRecordReport {
  */
 export function validateRunRecord(json: unknown): RunRecordReport {
   const problems: RunRecordProblem[] = [];
-  const add = (code: RunRecordProblemCode, path: string, message: string) => problems.push({ code, path, message });
+  // One problem per code and field: the level's schema and the rules below may see the same gap.
+  const add = (code: RunRecordProblemCode, path: string, message: string) => {
+    if (!problems.some((p) => p.code === code && p.path === path)) problems.push({ code, path, message });
+  };
   const report = (level: CouncilLevel | null, terminal: string | null, counts: RunRecordReport['counts']): RunRecordReport => ({
     valid: problems.length === 0,
     level,
@@ -110,6 +114,8 @@ export function validateRunRecord(json: unknown): RunRecordReport {
     level = rec['level'] as CouncilLevel;
   else add('SCHEMA_VIOLATION', 'level', `must be one of ${COUNCIL_LEVELS.join(' | ')}`);
   const lvl = level ? levelNumber(level) : 0;
+  // What the level requires the record to carry (the RunRecord schema of its level, checklist 22).
+  if (level) for (const p of runRecordSchemaProblems(rec, level)) add(p.code, p.path, p.message);
 
   // Participants (checklist 3)
   const participants = list('participants')
@@ -232,10 +238,7 @@ export function validateRunRecord(json: unknown): RunRecordReport {
 
   // Controller and chair are distinct actors, and hard limits held (checks 9 and 10, L3+).
   if (lvl >= 3) {
-    for (const section of ['budgets', 'timing', 'policy'])
-      if (!isRecord(rec[section])) add('MISSING_SECTION', section, `a council:L3 record carries its ${section}`);
-    for (const section of ['controller_decisions', 'rounds', 'checkpoints', 'failures'])
-      if (!Array.isArray(rec[section])) add('MISSING_SECTION', section, `a council:L3 record carries its ${section}`);
+    // Budgets, timing, policy, controller decisions, rounds, checkpoints, failures: the L3 schema.
     const policy = isRecord(rec['policy']) ? rec['policy'] : undefined;
     const controller =
       typeof rec['controller_id'] === 'string'
