@@ -8,6 +8,12 @@ import { payloadHash } from './payload-hash';
 const STATUSES = ['open', 'resolved', 'expired', 'all'] as const;
 const MAX_LIMIT = 500;
 
+/** A number sent as a number or (HTTP query) a string; anything else is NaN, never coerced (`Number({toString: 1})` throws). */
+function numberOf(v: unknown): number {
+  if (typeof v === 'number') return v;
+  return typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
+}
+
 export interface EscalationDetail {
   escalation: InboxEntry;
   /** The proposal with every response, its weight and reason (payload withheld without clearance). */
@@ -63,13 +69,13 @@ export class EscalationQueries {
     }
     let limit = MAX_LIMIT;
     if (query['limit'] !== undefined) {
-      limit = Number(query['limit']);
+      limit = numberOf(query['limit']);
       if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT)
         throw new AcpError('SCHEMA_VIOLATION', `limit must be an integer from 1 to ${MAX_LIMIT}`, 'limit');
     }
     let offset = 0;
     if (query['cursor'] !== undefined) {
-      offset = Number(query['cursor']);
+      offset = numberOf(query['cursor']);
       if (!Number.isSafeInteger(offset) || offset < 0)
         throw new AcpError('SCHEMA_VIOLATION', 'cursor must be a next_cursor of an earlier page', 'cursor');
     }
