@@ -14,6 +14,17 @@ const NATS_SERVER = process.env['NATS_SERVER_BIN'] ?? '/usr/sbin/nats-server';
 
 const built = new Set<ServiceName>();
 
+/** Every child this test process started: none may outlive it (a timed-out test included). */
+const children = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+function track(child: ChildProcess): ChildProcess {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
 /**
  * Builds the services' bundles (`dist/apps/<name>/main.js`, what `npm run up` and the images
  * run) once per test process; nx answers from its cache when the sources did not change.
@@ -97,9 +108,11 @@ export class PrivateNatsServer {
   async start(): Promise<void> {
     if (this.port === 0) this.port = await freePort();
     const log = createWriteStream(join(this.dir, 'nats-server.log'), { flags: 'a' });
-    const child = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', join(this.dir, 'store')], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = track(
+      spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', join(this.dir, 'store')], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
+    );
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
     this.child = child;
@@ -175,15 +188,17 @@ export class ServiceProcesses {
     const port = await freePort();
     const logFile = join(this.logDir, `${name}-${this.processes.length}.log`);
     const out = createWriteStream(logFile, { flags: 'a' });
-    const child = spawn(
-      process.execPath,
-      // A diagnostic report on SIGUSR2 (JS and native stacks, libuv handles) for a process that never gets ready.
-      ['--report-on-signal', '--report-signal=SIGUSR2', `--report-directory=${this.logDir}`, `dist/apps/${name}/main.js`],
-      {
-        cwd: ROOT,
-        env: { ...process.env, ...this.env, HTTP_PORT: String(port) },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
+    const child = track(
+      spawn(
+        process.execPath,
+        // A diagnostic report on SIGUSR2 (JS and native stacks, libuv handles) for a process that never gets ready.
+        ['--report-on-signal', '--report-signal=SIGUSR2', `--report-directory=${this.logDir}`, `dist/apps/${name}/main.js`],
+        {
+          cwd: ROOT,
+          env: { ...process.env, ...this.env, HTTP_PORT: String(port) },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      ),
     );
     child.stdout?.pipe(out);
     child.stderr?.pipe(out);
