@@ -9,6 +9,7 @@ import {
   domainPolicyStream,
   evolveDomainPolicy,
   governingDomains,
+  parseDomainPolicy,
 } from '@conclave/acp-protocol';
 import { AggregateCache, CommandConflictError, EventLog, handleCommand, LogEvent } from '@conclave/event-log';
 import { EVENT_LOG } from '@conclave/service-kit';
@@ -23,6 +24,8 @@ import { EVENT_LOG } from '@conclave/service-kit';
 export class DomainPolicies implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly cache: AggregateCache<DomainPolicyState, DomainPolicySet>;
   private readonly decider = { decide: decideSetDomainPolicy, evolve: evolveDomainPolicy };
+  /** Documents validated once per version (a recorded version never changes). */
+  private readonly checked = new Map<string, DomainPolicyDocument>();
 
   constructor(@Inject(EVENT_LOG) private readonly log: EventLog<LogEvent>) {
     this.cache = new AggregateCache<DomainPolicyState, DomainPolicySet>(log as unknown as EventLog<DomainPolicySet>, {
@@ -40,13 +43,34 @@ export class DomainPolicies implements OnApplicationBootstrap, OnApplicationShut
     await this.cache.stop();
   }
 
-  /** The document that governs `domain`: its own, else its nearest ancestor's. */
+  /**
+   * The document that governs `domain`: its own, else its nearest ancestor's; validated again as
+   * it is loaded, so that a document this version cannot read stops submissions in its domain
+   * (INTERNAL, naming it) instead of deciding them by rules it does not understand.
+   */
   async governing(domain: string): Promise<DomainPolicyDocument | undefined> {
     for (const d of governingDomains(domain)) {
       const { state } = await this.cache.load(domainPolicyStream(d));
-      if (state) return state;
+      if (state) return this.validated(state);
     }
     return undefined;
+  }
+
+  private validated(document: DomainPolicyDocument): DomainPolicyDocument {
+    const key = `${document.domain}@${document.version}`;
+    const known = this.checked.get(key);
+    if (known) return known;
+    try {
+      const parsed = parseDomainPolicy(document);
+      this.checked.set(key, parsed);
+      return parsed;
+    } catch (err) {
+      const why = err instanceof AcpError ? `${err.code} on ${err.field}: ${err.message}` : String(err);
+      throw new AcpError(
+        'INTERNAL',
+        `the policy document of ${document.domain} (version ${document.version}) in the log does not validate: ${why}`,
+      );
+    }
   }
 
   /** The domain's own document, at `version` when given (every version stays in the log). */

@@ -14,7 +14,7 @@ import { ExactDecimal, ONE, ZERO, add, compare, decimalFromNumber, multiply, toN
 import { isDomain, isWithinDomain } from './domain-scoped-resolution';
 import type { QuorumPolicySpec } from './wire-format';
 import type { ComputedWeight, WeightFactors } from './weighted-voting';
-import { clampFactor } from './weighted-voting';
+import { clampFactor, computeWeight } from './weighted-voting';
 
 export const DOMAIN_POLICY_SCHEMA_VERSION = '1.0' as const;
 export const DOMAIN_POLICY_STREAM_CATEGORY = 'domain-policy' as const;
@@ -296,6 +296,8 @@ function exactFactor(x: number): ExactDecimal {
  * deterministic. Without a function (or without a document) it is the 6.1 formula.
  */
 export function policyWeight(fn: WeightFunctionSpec | undefined, f: WeightFactors): ComputedWeight {
+  // The hot path (every response folded) stays the 6.1 code when no function is set.
+  if (fn === undefined) return computeWeight(f);
   const x: Record<Factor, ExactDecimal> = {
     domain_authority: exactFactor(f.domain_authority),
     confidence: exactFactor(f.confidence),
