@@ -74,8 +74,10 @@ export class AuditHttpController {
   }
 }
 
-function parseQuery(input: unknown): AuditQuery {
-  if (typeof input !== 'object' || input === null) throw new AcpError('SCHEMA_VIOLATION', 'query must be a JSON object');
+/** An audit query from a NATS body or an HTTP query string (exported for its test). */
+export function parseQuery(input: unknown): AuditQuery {
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw new AcpError('SCHEMA_VIOLATION', 'query must be a JSON object');
   const b = input as Record<string, unknown>;
   const q: AuditQuery = {};
   for (const f of ['proposal_id', 'actor', 'action'] as const) {
@@ -91,7 +93,9 @@ function parseQuery(input: unknown): AuditQuery {
   }
   for (const f of ['after_seq', 'limit'] as const) {
     if (b[f] !== undefined) {
-      const n = Number(b[f]);
+      // Only a number or a numeric string: Number() of an object calls its toString, which may throw.
+      const v = b[f];
+      const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
       if (!Number.isSafeInteger(n) || n < 0) throw new AcpError('SCHEMA_VIOLATION', `${f} must be a non-negative integer`, f);
       q[f] = n;
     }
