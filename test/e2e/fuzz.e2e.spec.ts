@@ -101,7 +101,7 @@ describe.each([
       const fuzzer = new Fuzzer(h, world);
       setLearner(fuzzer);
       mkdirSync('.data', { recursive: true });
-      const file = `.data/fuzz-${secure ? 'auth-on' : 'auth-off'}.txt`;
+      const file = `.data/fuzz-${secure ? 'auth-on' : 'auth-off'}${process.env['FUZZ_REPORT_SUFFIX'] ?? ''}.txt`;
       const title = `${mode}, seed ${SEED}, ${CONCURRENCY} in flight`;
       report = await fuzzer.run({
         runs: RUNS,
