@@ -246,6 +246,37 @@ describe('MCP server over stdio: Appendix C through MCP tools only', () => {
     });
   });
 
+  it('an agent that cannot read the decisions stream still waits: it follows the proposal instead (decision null, resolution on the proposal)', async () => {
+    // No ACP_DECISIONS stream under this suffix: as for an agent whose NATS user may not read it.
+    const blind = await httpAgent({ ...h.env, CONCLAVE_PARTICIPANT: 'agent-blind', CONCLAVE_STREAM_SUFFIX: `${h.run}_NONE` });
+    try {
+      const p = await propose({ domain: 'risk.blind', payload: { action: 'x' }, quorum: 1 });
+      const waiting = blind.call<Decided>('wait_for_decision', { proposal_id: p.proposal_id, timeout_ms: 15_000 });
+      await agent.call('challenge', {
+        proposal_id: p.proposal_id,
+        participant_id: 'agent-c',
+        confidence: 0.9,
+        domain_authority: 0.9,
+        trust_score: 0.9,
+      });
+      const waited = await waiting;
+      expect(waited).toMatchObject({
+        decided: true,
+        timed_out: false,
+        decision: null,
+        proposal: { status: 'resolved', resolution: { outcome: 'rejected', trigger: 'quorum' } },
+      });
+      const pending = await propose({ domain: 'risk.blind', payload: { action: 'y' }, quorum: 2 });
+      expect(await blind.call<Decided>('wait_for_decision', { proposal_id: pending.proposal_id, timeout_ms: 300 })).toMatchObject({
+        decided: false,
+        timed_out: true,
+        proposal: { status: 'pending' },
+      });
+    } finally {
+      await blind.close();
+    }
+  });
+
   it('the same tools over streamable HTTP: a proposal made over stdio is decided by a vote over HTTP', async () => {
     const http = await httpAgent({ ...h.env, CONCLAVE_PARTICIPANT: 'agent-http' });
     try {

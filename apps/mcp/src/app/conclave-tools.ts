@@ -140,15 +140,19 @@ export class ConclaveTools {
   /**
    * The proposal's first decision event (or, with `final`, the one that ends it: escalations wait
    * for their human), from the decisions stream, read from the proposal's creation on so that a
-   * decision made before the call is found too.
+   * decision made before the call is found too. An agent that may not read that stream (the
+   * deployment's NATS permissions give agents `acp.v1.get`, not ACP_DECISIONS) polls the proposal
+   * instead; then `decision` is null and the proposal's resolution says what was decided.
    */
   private async waitForDecision(proposalId: string, timeoutMs: number, final: boolean): Promise<Record<string, unknown>> {
     const client = this.options.client;
     const settled = (p: Proposal) => (final ? p.status === 'resolved' || p.status === 'expired' : p.status !== 'pending');
+    const deadline = Date.now() + timeoutMs;
     const before = await client.get(proposalId);
+    let decision: DecisionEvent | undefined;
+    let streamed = true;
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), timeoutMs);
-    let decision: DecisionEvent | undefined;
     try {
       // A minute of slack: `created_at` is the author's clock, the stream's start time the server's.
       const since = new Date(Date.parse(before.created_at) - 60_000);
@@ -158,11 +162,19 @@ export class ConclaveTools {
         decision = d;
         break;
       }
+    } catch {
+      streamed = false;
     } finally {
       clearTimeout(timer);
       abort.abort();
     }
-    const proposal = await client.get(proposalId);
+    let proposal = await client.get(proposalId);
+    if (!streamed) {
+      for (let pause = 100; !settled(proposal) && Date.now() < deadline; pause = Math.min(pause * 2, 2_000)) {
+        await new Promise((r) => setTimeout(r, Math.min(pause, Math.max(deadline - Date.now(), 0))));
+        proposal = await client.get(proposalId);
+      }
+    }
     if (!decision) return { decided: settled(proposal), timed_out: !settled(proposal), decision: null, proposal };
     return { decided: true, timed_out: false, decision, proposal };
   }
