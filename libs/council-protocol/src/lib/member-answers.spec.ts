@@ -109,9 +109,10 @@ describe('member API: members return content only, the controller stamps the boo
       expect(task_id.endsWith(`:${candidate.author_member_id}`)).toBe(true);
       expect(candidate.confidence_scheme).toBe(CONFIDENCE_SCHEMES[0]);
     }
-    const revisions = d.state.candidate_order.map((id) => d.state.candidates[id].candidate).filter((c) => c.version > 1);
+    const state = d.state;
+    const revisions = state.candidate_order.map((id) => state.candidates[id].candidate).filter((c) => c.version > 1);
     expect(revisions.length).toBeGreaterThan(0);
-    for (const r of revisions) expect(d.state.candidates[r.parent_candidate_id as string].candidate.version).toBe(r.version - 1);
+    for (const r of revisions) expect(state.candidates[r.parent_candidate_id as string].candidate.version).toBe(r.version - 1);
     for (const id of d.state.review_order) expect(id).toMatch(/:review:[^:]+:\d+$/);
     const decision = d.state.decision?.decision_record;
     expect(decision?.decision_id).toBe(d.state.decision?.task_id);

@@ -256,7 +256,7 @@ export class CouncilMember {
           if ('local' in produced && attempt < this.retries) {
             // Refused by the schema before sending: the handler may fix it, as for a controller refusal.
             this.options.onVerdict?.(current, produced.local);
-            current = { ...task, refusal: produced.local.error };
+            current = { ...task, refusal: produced.local.error as CouncilErrorBody };
             continue;
           }
           message = produced.message;
