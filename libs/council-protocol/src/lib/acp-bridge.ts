@@ -13,6 +13,9 @@ import { latestConflictMap } from './run-queries';
  * `needs-human-value-choice` also asks for the proposal to be escalated to its decision owner.
  * Pure: ids and times are inputs.
  */
+/** The ACP wire schema the entries are written in (RFC 12.2). */
+const ACP_WIRE_SCHEMA_VERSION = '1.0';
+
 export interface AcpBridgeIds {
   /** ULIDs of the two ACP entries; derive them from the run so a retry posts the same entries. */
   observation_id: string;
@@ -52,6 +55,7 @@ export function acpBridgeEntries(run: StartedRun, ids: AcpBridgeIds, options: Ac
   };
   const created_at = run.decision?.recorded_at ?? run.terminal.at;
   const observation = {
+    schema_version: ACP_WIRE_SCHEMA_VERSION,
     proposal_id: ids.observation_id,
     type: 'observation',
     domain,
@@ -63,6 +67,7 @@ export function acpBridgeEntries(run: StartedRun, ids: AcpBridgeIds, options: Ac
     ...(options.caused_by?.length ? { caused_by: options.caused_by } : {}),
   };
   const proposal = {
+    schema_version: ACP_WIRE_SCHEMA_VERSION,
     proposal_id: ids.proposal_id,
     type: 'proposal',
     domain,
