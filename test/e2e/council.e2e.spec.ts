@@ -73,7 +73,7 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
     const runId = await c.client.start({
       goal_contract: scriptedGoalContract(),
       panel: p.panel,
-      policy: policy({ stage_timeout_ms: 400, stage_timeouts_ms: { synthesis: 3_000 } }),
+      policy: policy({ stage_timeout_ms: 2_000, stage_timeouts_ms: { synthesis: 3_000 } }),
     });
     const d = await c.decisions.waitFor(runId);
     expect(d.terminal_state).toMatch(/^decided/);
@@ -239,7 +239,7 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
     const runId = await c.client.start({
       goal_contract: scriptedGoalContract(),
       panel: p.panel,
-      policy: policy({ stage_timeout_ms: 600, stage_timeouts_ms: { synthesis: 3_000 } }),
+      policy: policy({ stage_timeout_ms: 2_000, stage_timeouts_ms: { synthesis: 3_000 } }),
     });
     await c.decisions.waitFor(runId);
     const run = await c.client.get(runId, 'human-owner');
