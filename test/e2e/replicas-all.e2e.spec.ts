@@ -1,4 +1,4 @@
-import { KvLease, LeaseRecord, leaseBucketOf, NATS_CONNECTION } from '@conclave/service-kit';
+import { KvLease, LeaseRecord, leaseBucketOf, NATS_CONNECTION, Readiness } from '@conclave/service-kit';
 import { NatsConnection } from 'nats';
 import { AuditLog } from '../../apps/audit/src/app/audit-log';
 import { ConclaveHarness, eventually, Instance, ServiceName } from '../support/conclave-harness';
@@ -60,6 +60,12 @@ describe.each([2, 3])('%i replicas of every service', (replicas) => {
       return audits().filter((i) => leaseOf(i).held);
     };
     const [holder] = await holders();
+    // Standbys are ready (they follow the chain and answer queries) while not writing.
+    await eventually(
+      async () => (audits().every((i) => i.app.get(Readiness).report().ready) ? true : undefined),
+      30_000,
+      'every audit replica ready, the standbys included',
+    );
     const outcomes: ProposalOutcome[] = [];
     outcomes.push(...(await pool(Array.from({ length: PER_PHASE }), 8, (_, i) => agent.post(planOf(i), i))));
 
@@ -79,16 +85,31 @@ describe.each([2, 3])('%i replicas of every service', (replicas) => {
       'a standby holding the audit lease',
     );
     const takeoverMs = Date.now() - cutAt;
+    const first = await kv.get('audit-chain');
+    const taken = first ? decode(first.value) : undefined;
     outcomes.push(...(await load));
-    const after = await kv.get('audit-chain');
-    const taken = after ? decode(after.value) : undefined;
 
-    // Then exactly one standby holds the lease, taken no earlier than the cut-off holder's expired
-    expect(audits().filter((i) => i !== holder && leaseOf(i).held)).toEqual([next]);
+    // Then the lease was taken by a standby no earlier than the cut-off holder's had expired
     expect(last?.holder).toBe(leaseOf(holder).options.holder);
-    expect(taken?.holder).toBe(leaseOf(next).options.holder);
+    expect([
+      ...audits()
+        .filter((i) => i !== holder)
+        .map((i) => leaseOf(i).options.holder),
+    ]).toContain(taken?.holder);
     expect(Date.parse(taken?.acquired_at ?? '')).toBeGreaterThanOrEqual(Date.parse(last?.expires_at ?? ''));
-    console.log(`${replicas} replicas: audit lease taken over ${takeoverMs} ms after the holder was cut off (lease ${LEASE_MS} ms)`);
+    // and exactly one replica holds it at the end (a starved holder may have handed it on meanwhile: still one)
+    const [current] = await eventually(
+      async () => {
+        const held = audits().filter((i) => leaseOf(i).held);
+        return held.length === 1 ? held : undefined;
+      },
+      30_000,
+      'exactly one audit lease holder',
+    );
+    expect(current).not.toBe(holder);
+    console.log(
+      `${replicas} replicas: audit lease taken over ${takeoverMs} ms after the holder was cut off (lease ${LEASE_MS} ms; first taker ${next === current ? 'still holds it' : 'handed it on'})`,
+    );
 
     // and every proposal is decided once, every event and rejection in the chain once, the chain verifies
     const accepted = outcomes
@@ -116,6 +137,6 @@ describe.each([2, 3])('%i replicas of every service', (replicas) => {
     expect(accepted.filter((id) => terminal.get(id) !== 1)).toEqual([]);
     expect(run.audit?.entries.length).toBe(run.events.length + (run.audit?.rejections.length ?? 0));
     // The new writer's in-memory chain is the stream's.
-    expect(next.app.get(AuditLog).head.seq).toBe(run.audit?.entries.length);
+    expect(current.app.get(AuditLog).head.seq).toBe(run.audit?.entries.length);
   }, 240_000);
 });
