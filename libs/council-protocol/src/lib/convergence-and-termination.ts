@@ -58,7 +58,12 @@ export function computeCheckpoint(run: RunData): Checkpoint {
     for (const r of aggregation.ranking) if (r.score !== null && r.candidate_id in scores) scores[r.candidate_id] = r.score;
   const present = Object.values(scores).filter((v): v is number => v !== null);
   const leader = aggregation?.selected ?? null;
-  const score = leader !== null && scores[leader] !== null && scores[leader] !== undefined ? scores[leader] : present.length ? Math.max(...present) : null;
+  const score =
+    leader !== null && scores[leader] !== null && scores[leader] !== undefined
+      ? scores[leader]
+      : present.length
+        ? Math.max(...present)
+        : null;
   const checkpoint: Checkpoint = {
     checkpoint_id,
     round: run.round,

@@ -213,8 +213,7 @@ export function decideStartRun(command: StartRun, state: CouncilRunState): Counc
   const selection = command.chair_selection;
   if (selection !== undefined && policy.chair_order.length > 0)
     fail('policy.chair_order', 'a chair selection policy and an explicit chair_order exclude each other');
-  if (selection !== undefined && selection.chair_order.length === 0)
-    throw new CouncilError('SCHEMA_VIOLATION', selection.reason, 'panel');
+  if (selection !== undefined && selection.chair_order.length === 0) throw new CouncilError('SCHEMA_VIOLATION', selection.reason, 'panel');
   const chairs = selection
     ? selection.chair_order
     : policy.chair_order.length
@@ -636,7 +635,10 @@ export function decideRecordOutcome(command: RecordOutcome, state: CouncilRunSta
 
 /** Expected outcomes of the candidates the decision selected or incorporated (8.2): what an outcome reports on. */
 function decidedExpectations(run: RunData, decision: DecisionRecord): string[] {
-  const picked = [...(decision.selected_path === NO_DECISION || decision.selected_path === SYNTHESIS ? [] : [decision.selected_path]), ...decision.incorporated];
+  const picked = [
+    ...(decision.selected_path === NO_DECISION || decision.selected_path === SYNTHESIS ? [] : [decision.selected_path]),
+    ...decision.incorporated,
+  ];
   return [...new Set(picked.flatMap((id) => run.candidates[id]?.candidate.expected_outcomes ?? []))];
 }
 
@@ -653,7 +655,11 @@ export function decideRecordStructuredOutcome(command: RecordStructuredOutcome, 
   if (!decision) throw new CouncilError('INVALID_STATE', 'the run has no DecisionRecord to record an outcome of', 'run_id');
   const body = record(command.outcome, 'outcome');
   if (body['recorded_by'] !== undefined && body['recorded_by'] !== command.actor)
-    throw new CouncilError('NOT_AUTHORIZED_ROLE', `the outcome is recorded by ${command.actor}, not in another's name`, 'outcome.recorded_by');
+    throw new CouncilError(
+      'NOT_AUTHORIZED_ROLE',
+      `the outcome is recorded by ${command.actor}, not in another's name`,
+      'outcome.recorded_by',
+    );
   const structured = parseStructuredOutcome(
     { ...body, recorded_by: command.actor },
     { decision, expected_outcomes: decidedExpectations(run, decision), evaluators: run.policy.evaluators ?? [] },

@@ -112,7 +112,8 @@ export function parseCouncilPolicy(input: unknown, path = 'policy'): CouncilPoli
 function parseEvaluationPolicy(o: Record<string, unknown>, path: string, p: CouncilPolicy): void {
   if (o['aggregation'] !== undefined) p.aggregation = parseAggregationMethod(o['aggregation'], join(path, 'aggregation'), p.rubric);
   else if (levelNumber(p.level) >= 4) fail(join(path, 'aggregation'), `${p.level} needs an aggregation method (15.2)`);
-  if (o['chair_selection'] !== undefined) p.chair_selection = parseChairSelectionPolicy(o['chair_selection'], join(path, 'chair_selection'));
+  if (o['chair_selection'] !== undefined)
+    p.chair_selection = parseChairSelectionPolicy(o['chair_selection'], join(path, 'chair_selection'));
   if (o['capability'] !== undefined) p.capability = parseCapabilityOptions(o['capability'], join(path, 'capability'));
   if (o['evaluators'] !== undefined) p.evaluators = strings(o, 'evaluators', path);
   if (o['confidence_probabilities'] !== undefined) {
