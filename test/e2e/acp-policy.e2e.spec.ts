@@ -149,4 +149,18 @@ describe('domain policy documents: administered through the registry API, applie
     expect(explained.policy).toEqual(v1);
     expect(decisions.for(before.proposal_id).every((d: DecisionEvent) => d.policy?.version === 1)).toBe(true);
   });
+
+  it('two administrators setting the next version at once: exactly one is recorded, the other gets CONFLICT', async () => {
+    const current = (await h.admin.call<{ policy: DomainPolicyDocument }>(POLICY_PATTERNS.get, { domain: 'risk' })).policy;
+    const next = current.version + 1;
+    const a = { ...current, version: next, description: 'A' };
+    const b = { ...current, version: next, description: 'B' };
+    const results = await Promise.allSettled([set(a), set(b)]);
+    const won = results.filter((r) => r.status === 'fulfilled');
+    const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(won).toHaveLength(1);
+    expect(lost.map((r) => (r.reason as ConclaveError).code)).toEqual(['CONFLICT']);
+    const recorded = (await h.admin.call<{ policy: DomainPolicyDocument }>(POLICY_PATTERNS.get, { domain: 'risk' })).policy;
+    expect(recorded).toEqual((won[0] as PromiseFulfilledResult<{ policy: DomainPolicyDocument }>).value.policy);
+  });
 });
