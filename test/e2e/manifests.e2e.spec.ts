@@ -205,6 +205,10 @@ describe('the Kubernetes manifests (deploy/k8s), rendered as kustomize does', ()
     expect(nats?.image).toBe(`nats:${pinned}-alpine`);
     const conf = (find('ConfigMap', 'nats-config')?.['data'] as Record<string, string>)['nats.conf'];
     expect(conf).toMatch(/^\s*sync_interval: always\s*$/m);
+    // kustomize cannot load files outside deploy/k8s, so the accounts are a copy: the same bytes.
+    expect((find('ConfigMap', 'nats-config')?.['data'] as Record<string, string>)['accounts.conf']).toBe(
+      readFileSync(join(ROOT, 'deploy/nats/nats-accounts.conf'), 'utf8'),
+    );
     expect(spec(find('StatefulSet', 'nats'))['replicas']).toBe(3);
     expect(find('ConfigMap', 'conclave-env')?.['data']).toMatchObject({ CONCLAVE_LOG_REPLICAS: '3' });
   });
