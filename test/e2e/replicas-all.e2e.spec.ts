@@ -14,7 +14,7 @@ import { LoadAgent, pool, ProposalOutcome, ProposalPlan } from '../support/load-
  */
 const SERVICES: ServiceName[] = ['intake', 'resolver', 'sweeper', 'escalation', 'council', 'audit'];
 /** Short, so the takeover is quick here; production runs 10 s (deploy/k8s/services/audit.yaml). */
-const LEASE_MS = 2_000;
+const LEASE_MS = 4_000;
 const PER_PHASE = 60;
 const ROUTES = JSON.stringify([{ id: 'replicas', domain_prefix: 'replicas', assignees: ['human-oncall'] }]);
 

@@ -173,7 +173,7 @@ export class KvLease {
       this.revision = await kv.update(this.options.key, this.value(startedAt, this.acquiredAt), revision);
       this.renewedAt = startedAt;
     } catch (err) {
-      if (isRevisionConflict(err)) return this.lose('taken over by another holder');
+      if (isRevisionConflict(err)) return this.lose('revision moved: expired unrenewed or taken over by another holder');
       // Unreachable: it may have expired for the others already; stop before they can start.
       if (this.now() - this.renewedAt >= this.options.ttlMs)
         return this.lose(`not renewed for ${this.options.ttlMs} ms: ${(err as Error).message}`);
