@@ -1,5 +1,5 @@
 import { RunRecord } from '@conclave/council-protocol';
-import { scriptedGoalContract, scriptedPanel, valueConflictBehaviour } from '@conclave/sdk';
+import { ScriptedBehaviour, scriptedGoalContract, scriptedPanel, valueConflictBehaviour } from '@conclave/sdk';
 import { CouncilHarness } from '../support/council-harness';
 import { DecisionCollector } from '../support/decisions';
 
@@ -32,7 +32,7 @@ describe('council → ACP bridge end to end (apps/council + intake + resolver + 
     return JSON.parse(decoder.decode(msg.data)) as T;
   }
 
-  async function council(domain: string, behaviour: Record<string, unknown> = { score: () => 3 }): Promise<RunRecord> {
+  async function council(domain: string, behaviour: ScriptedBehaviour = { score: () => 3 }): Promise<RunRecord> {
     const tag = `br${++n}`;
     const proposers = ['builder', 'skeptic', 'operator'].map((l) => `${tag}-${l}`);
     const chair = `${tag}-chair`;

@@ -126,10 +126,8 @@ describe('council:L5 outcomes and calibration end to end (apps/council over NATS
     const after1 = await eventually(
       async () => {
         const e = await estimates();
-        return synth(e, familyOf(first), 'payments')?.evidence &&
-          (synth(e, familyOf(first), 'payments') as { evidence: { outcome: { count: number } } }).evidence.outcome.count === 1
-          ? e
-          : undefined;
+        const evidence = synth(e, familyOf(first), 'payments')?.['evidence'] as { outcome: { count: number } } | undefined;
+        return evidence?.outcome.count === 1 ? e : undefined;
       },
       10_000,
       'the failure in the estimates',
