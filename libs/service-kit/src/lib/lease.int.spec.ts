@@ -1,0 +1,74 @@
+import { connect, NatsConnection } from 'nats';
+import { ulid } from 'ulid';
+import { KvLease } from './lease';
+
+const NATS_URL = process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222';
+const TTL_MS = 900;
+
+async function until(check: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('KvLease: one holder at a time on JetStream KV, fenced by the revision', () => {
+  const bucket = `LEASE_TEST_${ulid()}`;
+  const connections: NatsConnection[] = [];
+  const leases: KvLease[] = [];
+  const events: string[] = [];
+
+  const open = async (holder: string): Promise<KvLease> => {
+    const nc = await connect({ servers: NATS_URL });
+    connections.push(nc);
+    const lease = new KvLease(
+      nc,
+      { bucket, key: 'work', holder, ttlMs: TTL_MS, replicas: 1 },
+      { acquired: (token) => void events.push(`${holder} acquired ${token}`), lost: (why) => void events.push(`${holder} lost: ${why}`) },
+    );
+    leases.push(lease);
+    return lease;
+  };
+
+  afterAll(async () => {
+    for (const l of leases) await l.stop().catch(() => undefined);
+    const jsm = await connections[0]?.jetstreamManager();
+    await jsm?.streams.delete(`KV_${bucket}`).catch(() => undefined);
+    for (const nc of connections) await nc.close().catch(() => undefined);
+  });
+
+  it('given five replicas starting at once, when they race for the lease, then exactly one holds it and the others stand by', async () => {
+    const racing = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((h) => open(h)));
+    await Promise.all(racing.map((l) => l.start()));
+    expect(racing.filter((l) => l.held)).toHaveLength(1);
+    // Renewals go on for several lease times: still the same single holder.
+    const holder = racing.find((l) => l.held);
+    await new Promise((r) => setTimeout(r, TTL_MS * 3));
+    expect(racing.filter((l) => l.held)).toEqual([holder]);
+    expect((await racing[0].holder())?.holder).toBe(holder?.options.holder);
+  });
+
+  it('given a holder that stops cleanly, when it releases the lease, then one standby takes it over with a higher token', async () => {
+    const holder = leases.find((l) => l.held);
+    const token = holder?.token ?? 0;
+    await holder?.stop();
+    await until(() => leases.filter((l) => l !== holder && l.held).length === 1, TTL_MS * 4, 'a standby holding the lease');
+    const next = leases.find((l) => l.held);
+    expect(next).not.toBe(holder);
+    expect(next?.token ?? 0).toBeGreaterThan(token);
+    expect(events).toContain(`${holder?.options.holder} lost: stopping`);
+  });
+
+  it('given a holder cut off from NATS, when its lease expires, then it stands down by itself and a standby takes over no earlier than the expiry', async () => {
+    const holder = leases.find((l) => l.held);
+    const index = leases.indexOf(holder as KvLease);
+    const before = await holder?.holder();
+    await connections[index].close();
+    await until(() => !holder?.held, TTL_MS * 4, 'the cut-off holder to stand down');
+    await until(() => leases.filter((l) => l !== holder && l.held).length === 1, TTL_MS * 6, 'a standby holding the lease');
+    const after = await leases.find((l) => l.held)?.holder();
+    expect(Date.parse(after?.acquired_at ?? '')).toBeGreaterThanOrEqual(Date.parse(before?.expires_at ?? ''));
+    expect(events.filter((e) => e.startsWith(`${holder?.options.holder} lost: not renewed`))).toHaveLength(1);
+  });
+});
