@@ -69,7 +69,8 @@ describe('MCP server: a council member through next_council_task / submit_counci
     expect(stages).toContain('review');
     expect(verdicts.every((v) => (v as { ok: boolean }).ok)).toBe(true);
     const run = await c.client.get(runId, 'human-owner');
-    expect(JSON.stringify(run)).toContain(`cand-${memberId}`);
+    // The MCP member's candidate is in the record, under its own authorship (shown to the owner after the run).
+    expect(JSON.stringify(run)).toContain(`"author_member_id":"${memberId}"`);
 
     // Answering a task that is not open (never sent, or already answered) is a typed refusal.
     expect(await agent.refusal('submit_council_answer', { task_id: 'no-such-task', artifact: {} })).toMatchObject({ code: 'UNKNOWN_TASK' });
