@@ -132,7 +132,8 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     this.stopping = true;
     // Stops the writing (standDown) and releases the lease, so a standby takes over at once.
     await this.lease.stop();
-    await this.chainMessages?.close();
+    // stop(), not close(): on nats-server 2.9, close() of a consumer may wait forever.
+    this.chainMessages?.stop();
   }
 
   /** This replica holds the lease: read what the chain has, then follow both sources after it. */
@@ -167,7 +168,8 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     const rejections = this.rejectionMessages;
     this.rejectionMessages = undefined;
     this.rejectionsFollowed = false;
-    await rejections?.close();
+    // stop(), not close(): on nats-server 2.9, close() may wait forever, and the lease waits for this.
+    rejections?.stop();
     await this.queue.catch(() => undefined);
     this.logger.log(`audit chain standby at seq ${this.head.seq}`);
   }
