@@ -1,4 +1,4 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,19 @@ import { ulid } from 'ulid';
 import { freePort } from './processes';
 
 const NATS_SERVER = process.env['NATS_SERVER_BIN'] ?? '/usr/sbin/nats-server';
+
+/** The version of the nats-server binary the tests run, e.g. [2, 9, 10]. */
+export function natsServerVersion(): [number, number, number] {
+  const out = execFileSync(NATS_SERVER, ['--version'], { encoding: 'utf8' });
+  const m = /v?(\d+)\.(\d+)\.(\d+)/.exec(out);
+  if (!m) throw new Error(`cannot read the nats-server version from "${out.trim()}"`);
+  return [Number(m[1]), Number(m[2]), Number(m[3])];
+}
+
+export function compareVersions(a: readonly number[], b: readonly number[]): number {
+  for (let i = 0; i < Math.max(a.length, b.length); i++) if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) - (b[i] ?? 0);
+  return 0;
+}
 
 /** One node of the cluster: its own client port, route port, store directory and log. */
 export interface ClusterNode {
