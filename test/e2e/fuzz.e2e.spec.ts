@@ -52,12 +52,20 @@ describe.each([
     maxPayloadBytes: MAX_PAYLOAD,
   };
   let report: FuzzReport;
-  const as = async (who: string): Promise<ConclaveClient> => (secure ? s.clientFor(who) : h.client);
+  // Patient clients: on a loaded machine a slow reply is not a service that stopped answering.
+  const as = (who: string): Promise<ConclaveClient> =>
+    ConclaveClient.connect({
+      nc: h.nc,
+      prefix: h.prefix,
+      streamSuffix: h.run,
+      timeoutMs: 30_000,
+      ...(secure ? { signer: ed25519Signer(who, s.keys.get(who)?.privateKeyPem ?? '') } : {}),
+    });
   const council = () =>
     new CouncilClient(
       h.nc,
       h.env['CONCLAVE_COUNCIL_PREFIX'],
-      secure ? { signer: ed25519Signer('fz-owner', s.keys.get('fz-owner')!.privateKeyPem) } : {},
+      secure ? { timeoutMs: 30_000, signer: ed25519Signer('fz-owner', s.keys.get('fz-owner')!.privateKeyPem) } : { timeoutMs: 30_000 },
     );
 
   beforeAll(async () => {
@@ -107,7 +115,8 @@ describe.each([
         runs: RUNS,
         seed: SEED,
         concurrency: CONCURRENCY,
-        timeoutMs: 10_000,
+        // Generous: on a loaded machine a slow reply is not a service that stopped answering.
+        timeoutMs: 30_000,
         keys: secure ? s.keys : undefined,
         progress: (r) => writeFileSync(file, formatReport(`${title} (running)`, r) + '\n'),
       });
@@ -175,7 +184,7 @@ describe.each([
     // council: the first run is read back
     expect((await council().get(world.runIds[0])).run_id).toBe(world.runIds[0]);
     // audit: the head of the chain
-    const head = await (secure ? s.admin : h.client).call(AUDIT_PATTERNS.head, {});
+    const head = await (await as('admin')).call(AUDIT_PATTERNS.head, {});
     expect(head).toBeDefined();
     // every instance: ready
     for (const i of h.instances) {

@@ -251,12 +251,19 @@ export class Fuzzer {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), options.timeoutMs);
     let res: Response;
-    try {
-      res = await fetch(base + input.path, {
+    const request = () =>
+      fetch(base + input.path, {
         method: input.method,
         headers: input.headers,
         body: input.body ? Buffer.from(input.body) : undefined,
         signal: abort.signal,
+      });
+    try {
+      res = await request().catch((err: unknown) => {
+        // A reused keep-alive socket the server closed at that moment resets; a GET is sent again once.
+        const code = (err as { cause?: { code?: string } }).cause?.code;
+        if (input.method === 'GET' && (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET')) return request();
+        throw err;
       });
     } catch (err) {
       clearTimeout(timer);
@@ -415,8 +422,13 @@ export function judgeHttp(target: string, status: number, type: string, text: st
   } catch {
     return { verdict: 'other', detail: `${status} JSON that does not parse`, touched: [] };
   }
+  // Readiness answers 503 with its checks while a reactor catches up: that is its contract, not an error.
+  if (target === 'http GET /readyz' && (status === 200 || status === 503) && isRecord(body) && typeof body['ready'] === 'boolean')
+    return mustFail
+      ? { verdict: 'other', detail: 'invalid input accepted', touched: [] }
+      : { verdict: 'success', detail: 'ok', touched: [] };
   if (status >= 400) {
-    if (status >= 500 && !(target === 'http GET /readyz' && status === 503)) return { verdict: 'other', detail: `${status}`, touched: [] };
+    if (status >= 500) return { verdict: 'other', detail: `${status}`, touched: [] };
     if (isRecord(body) && body['ok'] === false) {
       const o = judge(target, body, false);
       return o.verdict === 'typed-error' ? o : { ...o, detail: `${status} ${o.detail}` };
