@@ -4,15 +4,17 @@ import { SecureConclaveHarness } from '../support/conclave-harness';
 
 /**
  * The demo's council with authentication required, as the compose stack and Kubernetes run it:
- * the owner signs `council.v1.start`, the registry knows the owner and the chair, and the run
- * decides with its dissent, as it does with authentication off.
+ * the owner signs `council.v1.start`, each member signs its answers, and the run decides with its
+ * dissent, as it does with authentication off.
  */
 describe('the Council demo with authentication required', () => {
   const h = new SecureConclaveHarness();
 
   beforeAll(async () => {
     await h.start('intake', 'council');
-    await h.seed([{ participant_id: 'demo-owner' }, { participant_id: 'demo-chair' }]);
+    await h.seed(
+      ['demo-owner', 'demo-chair', 'demo-builder', 'demo-skeptic', 'demo-operator'].map((participant_id) => ({ participant_id })),
+    );
   });
   afterAll(async () => {
     const jsm = await h.nc.jetstreamManager();
@@ -28,6 +30,7 @@ describe('the Council demo with authentication required', () => {
       timeoutMs: 20_000,
       owner: 'demo-owner',
       signer: ed25519Signer('demo-owner', h.keys.get('demo-owner')!.privateKeyPem),
+      memberSigner: (id) => ed25519Signer(id, h.keys.get(id)!.privateKeyPem),
     });
     expect(d.terminal_state).toMatch(/^decided/);
     expect(lines.join('\n')).toContain('dissent:');

@@ -9,6 +9,7 @@ import {
   scriptedPanel,
   ScriptedMember,
 } from '@conclave/sdk';
+import { headers as natsHeaders } from 'nats';
 import { ulid } from 'ulid';
 import { SecureConclaveHarness } from '../support/conclave-harness';
 import { CouncilDecisionCollector } from '../support/council-harness';
@@ -43,6 +44,7 @@ describe('Council security: signed commands and run rights over NATS', () => {
       { participant_id: 'mallory' },
       { participant_id: 'cs-chair' },
       { participant_id: 'auditor' },
+      ...proposers.map((participant_id) => ({ participant_id })),
     ]);
     decisions = await CouncilDecisionCollector.open(h, acpStreamNames(h.run).councilDecisions);
   });
@@ -60,7 +62,13 @@ describe('Council security: signed commands and run rights over NATS', () => {
     const gate = new Promise<void>((r) => (release = r));
     for (const id of [...proposers, 'cs-chair'])
       members.push(
-        new ScriptedMember(h.nc, id, cleanBehaviour({ hold: (t) => (t.stage === 'review' ? gate : undefined) }), prefix).start(),
+        new ScriptedMember(
+          h.nc,
+          id,
+          cleanBehaviour({ hold: (t) => (t.stage === 'review' ? gate : undefined) }),
+          prefix,
+          ed25519Signer(id, h.keys.get(id)!.privateKeyPem),
+        ).start(),
       );
     const runId = await as('alice').start({ goal_contract: goal, panel, policy: { stage_timeout_ms: 20_000, observers: ['auditor'] } });
     return { runId, release };
@@ -90,6 +98,39 @@ describe('Council security: signed commands and run rights over NATS', () => {
   it("as another participant: mallory starting alice's council, or declaring actor alice, is refused", async () => {
     await refused(as('mallory').start({ goal_contract: goal, panel }), 'NOT_AUTHORIZED_ROLE', 'goal_contract.decision_owner');
     await refused(as('mallory').start({ goal_contract: goal, panel, actor: 'alice' }), 'FORBIDDEN', 'actor');
+  });
+
+  it("forged member answers: unsigned, or signed by mallory on cs-builder's answer subject, are refused and leave no trace in the run", async () => {
+    const { runId, release } = await midRun();
+    const answerAs = async (signer?: ReturnType<typeof ed25519Signer>) => {
+      const subject = `${prefix}.v1.answers.cs-builder`;
+      const body = new TextEncoder().encode(
+        JSON.stringify({ run_id: runId, task_id: 'task-forged', ok: true, artifact: { position: 'mallory was here' } }),
+      );
+      const signed = signer ? await signer(subject, body) : {};
+      const hdrs = natsHeaders();
+      for (const [k, v] of Object.entries(signed)) hdrs.set(k, v);
+      return (await h.nc.request(subject, body, { timeout: 10_000, headers: hdrs })).json<{
+        ok: boolean;
+        retry: boolean;
+        error?: { code: string };
+      }>();
+    };
+    expect(await answerAs()).toMatchObject({ ok: false, retry: false, error: { code: 'UNAUTHENTICATED' } });
+    expect(await answerAs(ed25519Signer('mallory', h.keys.get('mallory')!.privateKeyPem))).toMatchObject({
+      ok: false,
+      retry: false,
+      error: { code: 'FORBIDDEN' },
+    });
+    expect(await answerAs(ed25519Signer('cs-builder', h.keys.get('mallory')!.privateKeyPem))).toMatchObject({
+      ok: false,
+      error: { code: 'UNAUTHENTICATED' },
+    });
+    release();
+    expect((await decisions.waitFor(runId)).terminal_state).toMatch(/^decided/);
+    const record = await as('alice').get(runId);
+    expect(record.refusals).toEqual([]);
+    expect(JSON.stringify(record)).not.toContain('mallory was here');
   });
 
   it('mid-run: mallory cannot interrupt, re-scope, record an outcome or read; the chair cannot read; the owner and the observer read without the mapping', async () => {

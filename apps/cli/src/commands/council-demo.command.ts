@@ -12,6 +12,8 @@ export interface CouncilDemoOptions {
   signer?: CouncilClientOptions['signer'];
   /** The goal contract's decision owner: the participant the signer signs as. */
   owner?: string;
+  /** Signs each scripted member's answers as that member where the service requires authentication. */
+  memberSigner?: (memberId: string) => CouncilClientOptions['signer'];
 }
 
 const DISSENT = 'skeptic: dual writes may still drift under peak load; discriminating evidence: a replay of last month of traffic';
@@ -32,8 +34,14 @@ export async function runCouncilDemo(
   const proposers = ['demo-builder', 'demo-skeptic', 'demo-operator'];
   const chair = 'demo-chair';
   const members = [
-    ...proposers.map((id) => new ScriptedMember(nc, id, cleanBehaviour(), prefix)),
-    new ScriptedMember(nc, chair, cleanBehaviour({ decision: () => ({ unresolved_dissent: [DISSENT] }) }), prefix),
+    ...proposers.map((id) => new ScriptedMember(nc, id, cleanBehaviour(), prefix, options.memberSigner?.(id))),
+    new ScriptedMember(
+      nc,
+      chair,
+      cleanBehaviour({ decision: () => ({ unresolved_dissent: [DISSENT] }) }),
+      prefix,
+      options.memberSigner?.(chair),
+    ),
   ].map((m) => m.start());
   const stream = acpStreamNames(options.streamSuffix ?? '').councilDecisions;
   const consumer = await nc.jetstream().consumers.get(stream, { opt_start_time: new Date(Date.now() - 1_000).toISOString() });

@@ -1,7 +1,9 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { CancelNotice, CouncilError, CouncilTaskRequest, MemberVerdict } from '@conclave/council-protocol';
 import { acpStreamNames, councilSubjects, ensureCouncilTaskStream, publishJsonOnce, QUEUE_GROUPS } from '@conclave/messaging';
-import { NATS_CONNECTION, SERVICE_CONFIG } from '@conclave/service-kit';
+import { AcpError } from '@conclave/acp-protocol';
+import { CommandContext, NATS_CONNECTION, SERVICE_CONFIG } from '@conclave/service-kit';
+import type { CommandRequest } from '@conclave/service-kit';
 import { Msg, NatsConnection, Subscription } from 'nats';
 import { CouncilConfig } from './council.config';
 
@@ -27,6 +29,7 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
   constructor(
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     @Inject(SERVICE_CONFIG) private readonly config: CouncilConfig,
+    private readonly context: CommandContext,
   ) {
     this.subjects = councilSubjects(config.councilPrefix);
     this.stream = acpStreamNames(config.streamSuffix).councilTasks;
@@ -66,6 +69,10 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
     const memberId = msg.subject.split('.').pop() as string;
     let verdict: MemberVerdict;
     try {
+      // The edge of the member API: an answer counts only from the member its subject names (a
+      // signature by that member's key where authentication is required).
+      const request: CommandRequest = { getSubject: () => msg.subject, getRawBody: () => msg.data, getHeaders: () => msg.headers };
+      await this.context.actAs(await this.context.authenticate(request, memberId), memberId, 'member_id');
       let body: unknown;
       try {
         body = JSON.parse(decoder.decode(msg.data));
@@ -74,7 +81,7 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
       }
       verdict = await handle(memberId, body);
     } catch (err) {
-      if (err instanceof CouncilError) verdict = { ok: false, retry: false, error: err.toJSON() };
+      if (err instanceof CouncilError || err instanceof AcpError) verdict = { ok: false, retry: false, error: err.toJSON() };
       else {
         // Not the member's fault (the log is unavailable, the replica is stopping): answer again later.
         this.logger.warn(`answer from ${memberId} not handled: ${(err as Error).message}`);

@@ -1,6 +1,6 @@
 import type { DecisionEvent, Proposal } from '@conclave/acp-protocol';
 import { ConclaveClient, ConclaveError, ConclaveUnavailableError, CouncilRequestError } from '@conclave/sdk';
-import type { VoteInput } from '@conclave/sdk';
+import type { CouncilMemberOptions, VoteInput } from '@conclave/sdk';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { CouncilDesk, CouncilDeskError } from './council-desk';
@@ -48,6 +48,8 @@ export interface ConclaveToolsOptions {
   councilPrefix?: string;
   /** The council member id (default: the participant id). */
   councilMemberId?: string;
+  /** Signs council answers (as the participant) where the service requires authentication. */
+  signer?: CouncilMemberOptions['signer'];
 }
 
 /**
@@ -59,7 +61,7 @@ export class ConclaveTools {
   private readonly validators = new Map<ToolName, JsonSchemaValidator<Record<string, unknown>>>();
 
   constructor(private readonly options: ConclaveToolsOptions) {
-    this.desk = new CouncilDesk(options.client.nc, options.councilMemberId ?? options.participantId, options.councilPrefix);
+    this.desk = new CouncilDesk(options.client.nc, options.councilMemberId ?? options.participantId, options.councilPrefix, options.signer);
     const ajv = new AjvJsonSchemaValidator();
     for (const [name, schema] of Object.entries(TOOL_INPUT_SCHEMAS)) {
       this.validators.set(name as ToolName, ajv.getValidator(schema as JsonSchemaType));

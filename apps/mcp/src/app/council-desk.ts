@@ -1,4 +1,4 @@
-import { CouncilMember, CouncilTask, CouncilVerdict } from '@conclave/sdk';
+import { CouncilMember, CouncilMemberOptions, CouncilTask, CouncilVerdict } from '@conclave/sdk';
 import type { Usage } from '@conclave/council-protocol';
 import type { NatsConnection } from 'nats';
 
@@ -44,6 +44,8 @@ export class CouncilDesk {
     private readonly nc: NatsConnection,
     readonly memberId: string,
     private readonly prefix?: string,
+    /** Signs answers as the member where the service requires authentication. */
+    private readonly signer?: CouncilMemberOptions['signer'],
   ) {}
 
   /** Subscribes to the member's task subject (idempotent). */
@@ -69,6 +71,7 @@ export class CouncilDesk {
       nc: this.nc,
       memberId: this.memberId,
       prefix: this.prefix,
+      signer: this.signer,
       onVerdict: (task, verdict) => {
         this.verdicts.get(task.task_id)?.(verdict);
         this.verdicts.delete(task.task_id);

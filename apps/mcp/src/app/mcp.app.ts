@@ -15,6 +15,8 @@ export interface RunningMcp {
 
 /** Connects to NATS as the configured participant and serves the tools on the configured transport. */
 export async function startMcp(config: McpConfig): Promise<RunningMcp> {
+  // With a key, every command is signed as the participant; without, the deployment must run open.
+  const signer = config.keyFile ? ed25519Signer(config.participantId, readFileSync(config.keyFile, 'utf8')) : undefined;
   const client = await ConclaveClient.connect({
     servers: config.natsUrl,
     prefix: config.prefix,
@@ -22,14 +24,14 @@ export async function startMcp(config: McpConfig): Promise<RunningMcp> {
     ...(config.natsUser ? { user: config.natsUser, pass: config.natsPassword } : {}),
     ...(config.natsCredsFile ? { authenticator: credsAuthenticator(readFileSync(config.natsCredsFile)) } : {}),
     ...(config.natsInboxPrefix ? { inboxPrefix: config.natsInboxPrefix } : {}),
-    // With a key, every command is signed as the participant; without, the deployment must run open.
-    ...(config.keyFile ? { signer: ed25519Signer(config.participantId, readFileSync(config.keyFile, 'utf8')) } : {}),
+    ...(signer ? { signer } : {}),
   });
   const tools = new ConclaveTools({
     client,
     participantId: config.participantId,
     councilPrefix: config.councilPrefix,
     councilMemberId: config.councilMemberId,
+    signer,
   });
   if (config.councilMember) tools.desk.start();
   let http: HttpServer | undefined;

@@ -20,7 +20,7 @@ import {
   ensureMemberTaskConsumer,
   MEMBER_TASK_ACK_WAIT_MS,
 } from '@conclave/messaging';
-import { ConsumerMessages, ErrorCode, JsMsg, NatsConnection, NatsError } from 'nats';
+import { ConsumerMessages, ErrorCode, headers, JsMsg, NatsConnection, NatsError } from 'nats';
 import { withTraceHeaders } from './tracing';
 
 const encoder = new TextEncoder();
@@ -68,6 +68,11 @@ export interface CouncilMemberOptions {
   tasksStream?: string;
   /** Answers kept by task id, so a task delivered again is answered without asking the handler (default 1,000). */
   cacheSize?: number;
+  /**
+   * Signs each answer as this member (`ed25519Signer(memberId, privateKey)`): required where the
+   * service requires authentication, since an answer is accepted only from the member it names.
+   */
+  signer?: (subject: string, body: Uint8Array) => Promise<Record<string, string>> | Record<string, string>;
 }
 
 export type CouncilVerdict = MemberVerdict;
@@ -325,10 +330,14 @@ export class CouncilMember {
   private async submit(message: MemberAnswerMessage): Promise<MemberVerdict | undefined> {
     const nc = this.options.nc;
     if (nc.isClosed()) return undefined;
+    const subject = this.subjects.answer(this.memberId);
+    const bytes = encoder.encode(JSON.stringify(message));
+    // Signed afresh at every attempt: a resend carries a new nonce, never a replayed one.
+    const signed = this.options.signer ? await this.options.signer(subject, bytes) : undefined;
+    const h = signed ? headers() : undefined;
+    for (const [k, v] of Object.entries(signed ?? {})) h?.set(k, v);
     try {
-      const reply = await nc.request(this.subjects.answer(this.memberId), encoder.encode(JSON.stringify(message)), {
-        timeout: VERDICT_TIMEOUT_MS,
-      });
+      const reply = await nc.request(subject, bytes, { timeout: VERDICT_TIMEOUT_MS, headers: h });
       const verdict = JSON.parse(decoder.decode(reply.data)) as MemberVerdict;
       // A controller that could not record the answer (stopping, log unavailable): send it again later.
       if (!verdict.ok && verdict.retry && verdict.error?.code === 'INTERNAL') return undefined;

@@ -1,6 +1,6 @@
 import type { CancelNotice, CouncilRole, GoalContract, MemberDescriptor, Usage } from '@conclave/council-protocol';
 import type { NatsConnection } from 'nats';
-import { CouncilMember, CouncilTask, CouncilVerdict } from './council-member';
+import { CouncilMember, CouncilMemberOptions, CouncilTask, CouncilVerdict } from './council-member';
 
 /*
  * Deterministic scripted Council members, for the demo, the end-to-end tests and the benchmark.
@@ -183,6 +183,8 @@ export class ScriptedMember {
     readonly memberId: string,
     readonly behaviour: ScriptedBehaviour = {},
     prefix?: string,
+    /** Signs its answers as `memberId` where the service requires authentication. */
+    signer?: CouncilMemberOptions['signer'],
   ) {
     const answer = async (task: CouncilTask, ctx: { signal: AbortSignal; reportUsage(u: Usage): void }) => {
       ctx.signal.addEventListener('abort', () => {
@@ -206,6 +208,7 @@ export class ScriptedMember {
       nc,
       memberId,
       prefix,
+      signer,
       maxRetries: 0,
       onVerdict: (task, verdict) => {
         this.verdicts.push({ task, verdict });
