@@ -95,6 +95,7 @@ export class ConclaveHarness {
       streams.escalations,
       streams.councilDecisions,
       streams.councilTasks,
+      streams.councilOutcomes,
       `KV_EVT_${this.run}_CHECKPOINTS`,
       `EVT_${this.run}_AUDIT`,
       `EVT_${this.run}_REJECTIONS`,
