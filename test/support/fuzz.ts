@@ -59,6 +59,8 @@ export interface FuzzReport {
   logViolations: Array<{ seq: number; subject: string; type: string; actor: string; suspects: string[] }>;
   codes: Record<string, number>;
   seconds: number;
+  /** Batches whose log window was not judged because one of their inputs got no reply. */
+  unjudgedBatches: number;
 }
 
 export interface FuzzOptions {
@@ -96,6 +98,7 @@ export class Fuzzer {
     logViolations: [],
     codes: {},
     seconds: 0,
+    unjudgedBatches: 0,
   };
   private readonly rows = new Map<string, Row>();
   /** Milliseconds per target and family (slowest, and in all): where a run's time goes. */
@@ -182,7 +185,11 @@ export class Fuzzer {
       if (o.verdict === 'typed-error') suspects.push(`${input.target} ${input.family}: ${show(input)}`);
       this.tally(input, o);
     });
-    if (after > before) await this.explain(before, after, touched, suspects);
+    // An input that got no reply may have been applied: what it appended cannot be told apart, so
+    // that batch's window is not judged (the missing reply already fails the run as "other").
+    const unanswered = outcomes.some((o) => o !== 'unsendable' && o.detail.startsWith('no reply'));
+    if (unanswered) this.report.unjudgedBatches++;
+    else if (after > before) await this.explain(before, after, touched, suspects);
   }
 
   private tally(input: FuzzInput, o: Outcome): void {
@@ -459,7 +466,7 @@ export function formatReport(title: string, r: FuzzReport): string {
     ...[...r.rows].sort((a, b) => a.target.localeCompare(b.target)).map(line),
     ...Object.entries(r.byFamily).map(([f, x]) => line({ target: `  family ${f}`, ...x })),
     line(r.total),
-    `log: ${r.logViolations.length} events appended by inputs that got an error`,
+    `log: ${r.logViolations.length} events appended by inputs that got an error (${r.unjudgedBatches} batches not judged: an input got no reply)`,
     `codes: ${Object.entries(r.codes)
       .sort((a, b) => b[1] - a[1])
       .map(([c, n]) => `${c} ${n}`)
