@@ -40,14 +40,14 @@ echo "[test] jest: unit, contract, integration and end-to-end" >&2
 mkdir -p .data
 rm -f .data/jest-results.json .data/jest-faults.json
 set +e
-npx jest --ci --maxWorkers=2 --testPathIgnorePatterns='/faults-' --json --outputFile=.data/jest-results.json "$@"
+npx jest --ci --forceExit --maxWorkers=2 --testPathIgnorePatterns='/faults-' --json --outputFile=.data/jest-results.json "$@"
 status=$?
 # The fault scenarios (kill -9, SIGTERM, replicas: services as processes under load) in their
 # short version, alone, so no other test competes with a restarting service for the two cores.
 if [ $# -eq 0 ]; then
   echo "[test] jest: fault scenarios (short version)" >&2
   rm -rf .data/faults
-  npx jest --ci --maxWorkers=1 test/e2e/faults- --json --outputFile=.data/jest-faults.json
+  npx jest --ci --forceExit --maxWorkers=1 test/e2e/faults- --json --outputFile=.data/jest-faults.json
   faults=$?
   [ $status -eq 0 ] && status=$faults
 fi
