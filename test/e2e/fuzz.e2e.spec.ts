@@ -179,8 +179,15 @@ describe.each([
     const resolved = await human.resolve(escalate.proposal_id, { outcome: 'approved', resolved_by: 'fz-human', note: 'checked' });
     expect(resolved.status).toBe('resolved');
     const escalationUrl = (await h.instances.find((i) => i.name === 'escalation')!.app.getUrl()).replace('[::1]', '127.0.0.1');
-    const inbox = await fetch(`${escalationUrl}/escalations`, { headers: { authorization: `Bearer ${HUMAN_TOKEN}` } });
-    expect(inbox.status).toBe(200);
+    // The fuzz spent the human's request budget on this route: 429 (rate limited) until it refills.
+    await eventually(
+      async () =>
+        (await fetch(`${escalationUrl}/escalations`, { headers: { authorization: `Bearer ${HUMAN_TOKEN}` } })).status === 200
+          ? true
+          : undefined,
+      60_000,
+      'GET /escalations 200 once the rate limit refills',
+    );
     // council: the first run is read back
     expect((await council().get(world.runIds[0])).run_id).toBe(world.runIds[0]);
     // audit: the head of the chain
