@@ -21,6 +21,38 @@ export interface BootstrapOptions {
   logDestination?: NodeJS.WritableStream;
 }
 
+/**
+ * NestFactory.create under a watchdog: a process that never finishes creating its providers
+ * (seen under sustained load after repeated kill -9, cause not yet known) logs what it was doing
+ * and exits 70, so that the orchestrator restarts it, instead of hanging unready for ever.
+ */
+async function createWithin(root: DynamicModule, options: BootstrapOptions): Promise<INestApplication> {
+  const { createTimeoutMs, exitOnFatal } = options.config;
+  const watchdog = setTimeout(() => {
+    const line = {
+      level: 'fatal',
+      time: new Date().toISOString(),
+      service: options.name,
+      context: 'Bootstrap',
+      msg: `the application was not created within ${createTimeoutMs} ms (NATS connection, event log, checkpoint and snapshot stores)${exitOnFatal === 'true' ? ': exiting to be restarted' : ''}`,
+    };
+    process.stderr.write(`${JSON.stringify(line)}\n`);
+    if (exitOnFatal !== 'true') return;
+    // What it was waiting for (open handles, native stack) goes to a report beside the logs.
+    try {
+      process.report?.writeReport();
+    } catch {
+      // best effort
+    }
+    process.exit(70);
+  }, createTimeoutMs);
+  try {
+    return await NestFactory.create(root, { bufferLogs: true });
+  } finally {
+    clearTimeout(watchdog);
+  }
+}
+
 /** The service's module under the logger. */
 @Module({})
 class ServiceRoot {}
@@ -37,7 +69,7 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
     module: ServiceRoot,
     imports: [loggingModule(options.name, options.config, options.logDestination), options.module as DynamicModule],
   };
-  const app = await NestFactory.create(root, { bufferLogs: true });
+  const app = await createWithin(root, options);
   app.useLogger(app.get(PinoNestLogger));
   const logger = new Logger(options.name);
   app.enableShutdownHooks();

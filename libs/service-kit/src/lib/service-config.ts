@@ -116,6 +116,18 @@ export class ServiceConfig {
   exitOnFatal: 'true' | 'false' = 'true';
 
   /**
+   * Creating the application (NATS connection, event log, checkpoint and snapshot stores) takes
+   * a few requests, each with a timeout; a process still creating it after this long has hung,
+   * and exits 70 to be restarted (with CONCLAVE_EXIT_ON_FATAL=true). Catching up afterwards is
+   * not bounded by it: that grows with the log.
+   */
+  @Expose({ name: 'CONCLAVE_CREATE_TIMEOUT_MS' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(1000)
+  createTimeoutMs = 30_000;
+
+  /**
    * `off` leaves out the request, append and outbox metrics and tracing (whatever the OTEL_*
    * variables say): for measuring what they cost (npm run bench), not for production.
    */
