@@ -1,4 +1,4 @@
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { connect, NatsConnection } from 'nats';
 import type { ServiceName } from './conclave-harness';
@@ -232,7 +232,7 @@ async function drive(scenario: FaultScenario, svc: ServiceProcesses, conn: NatsC
     auditHead: head,
     expectedChain: chainLength(run),
     down,
-    notes,
+    notes: [...notes, ...svc.crashRestarts.map((c) => `${c}; started again, as a kubelet would`)],
     faultErrors,
     logLines: svc.processes.flatMap((p) =>
       svc
@@ -319,6 +319,8 @@ function keepLogs(scenario: string, svc: ServiceProcesses, nats: PrivateNatsServ
     const dir = join(FAULTS_REPORT_DIR, `${scenario}-logs`);
     mkdirSync(dir, { recursive: true });
     for (const p of svc.processes) copyFileSync(p.logFile, join(dir, basename(p.logFile)));
+    // Diagnostic reports of processes that never got ready (ServiceProcesses.diagnose).
+    for (const f of readdirSync(svc.logDir)) if (f.startsWith('report.')) copyFileSync(join(svc.logDir, f), join(dir, f));
     writeFileSync(join(dir, 'nats-server.log'), nats.log());
   } catch {
     // best effort

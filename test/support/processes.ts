@@ -183,7 +183,26 @@ export class ServiceProcesses {
     await Promise.all(names.map((n) => this.add(n)));
   }
 
+  /** Processes that exited while starting and were started again (as a kubelet does), with their exit codes. */
+  readonly crashRestarts: string[] = [];
+
+  /**
+   * A new process of `name`, once ready. One that exits while starting (a start watchdog's exit
+   * 70, say) is started again, up to twice more, as Kubernetes restarts a crashed container.
+   */
   async add(name: ServiceName): Promise<ServiceProcess> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.addOnce(name);
+      } catch (err) {
+        const last = this.processes[this.processes.length - 1];
+        if (attempt >= 3 || !last || last.name !== name || last.child.exitCode === null) throw err;
+        this.crashRestarts.push(`${name} exited with ${last.child.exitCode} while starting`);
+      }
+    }
+  }
+
+  private async addOnce(name: ServiceName): Promise<ServiceProcess> {
     ensureBuilt([name]);
     const port = await freePort();
     const logFile = join(this.logDir, `${name}-${this.processes.length}.log`);
