@@ -407,7 +407,13 @@ const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
 
 function mutate(body: Record<string, unknown>, mutations: Mutation[]): Record<string, unknown> {
   const out: Record<string, unknown> = JSON.parse(JSON.stringify(body));
-  for (const m of mutations) {
+  for (const mutation of mutations) {
+    // A value drawn from a constant pool is shared between inputs: set a copy, never the original
+    // (writing into it would make a later input circular).
+    const m =
+      'value' in mutation && mutation.value !== null && typeof mutation.value === 'object'
+        ? { ...mutation, value: structuredClone(mutation.value) }
+        : mutation;
     const keys = Object.keys(out);
     const key = keys.length > 0 && 'at' in m ? keys[m.at % keys.length] : undefined;
     if (m.op === 'add') setOwn(out, m.key, m.value);
