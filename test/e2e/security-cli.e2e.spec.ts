@@ -1,61 +1,32 @@
-import { INestApplication } from '@nestjs/common';
-import { ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nkeys } from 'nats';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ConclaveClient, ed25519Signer, generateParticipantKeys } from '@conclave/sdk';
-import { loadConfig } from '@conclave/service-kit';
-import { IntakeConfig } from '../../apps/intake/src/app/intake.config';
-import { startIntake } from '../../apps/intake/src/app/intake.app';
-import { eventually } from '../support/conclave-harness';
-import { freePort } from '../support/processes';
+import { ACCOUNT_PASSWORDS, AccountsDeployment, accountsTemplate, agentEntryFor } from '../support/accounts-nats';
 
-const NATS_SERVER = process.env['NATS_SERVER_BIN'] ?? '/usr/sbin/nats-server';
 const ROOT = join(__dirname, '../..');
-const PASSWORDS: Record<string, string> = {
-  CONCLAVE_SERVICES_PASSWORD: 'svcpass1',
-  CONCLAVE_AGENT_PASSWORD: 'agentpass1',
-  CONCLAVE_ALICE_PASSWORD: 'alicepass1',
-  CONCLAVE_READER_PASSWORD: 'readerpass1',
-  CONCLAVE_HUMAN_PASSWORD: 'humanpass1',
-  NATS_SYS_PASSWORD: 'syspass1',
-};
+const PASSWORDS = ACCOUNT_PASSWORDS;
 
 /**
  * deploy/nats/nats-accounts.conf with its per-agent entry copied for alice (user and password),
  * and once more for bob as an NKEY user: the identity a creds file carries.
  */
 function accountsConfig(bobNkey: string): string {
-  const conf = readFileSync(join(ROOT, 'deploy/nats/nats-accounts.conf'), 'utf8');
-  const template = conf.split('\n').find((l) => l.trimStart().startsWith('{ user: agent,'));
-  if (!template) throw new Error('no per-agent entry in nats-accounts.conf');
-  const alice = template
-    .replace('user: agent,', 'user: alice,')
-    .replace('$CONCLAVE_AGENT_PASSWORD', '$CONCLAVE_ALICE_PASSWORD')
-    .replace('"council.v1.tasks.agent"', '"council.v1.tasks.alice"')
-    .replace('"_INBOX_agent.>"', '"_INBOX_alice.>"');
-  const bob = template
+  const { conf, agentEntry } = accountsTemplate();
+  const bob = agentEntry
     .replace('user: agent, password: $CONCLAVE_AGENT_PASSWORD,', `nkey: ${bobNkey},`)
     .replace('"council.v1.tasks.agent"', '"council.v1.tasks.bob"')
     .replace('"_INBOX_agent.>"', '"_INBOX_bob.>"');
-  return conf.replace(template, [template, alice, bob].join('\n'));
+  return conf.replace(agentEntry, [agentEntry, agentEntryFor(agentEntry, 'alice'), bob].join('\n'));
 }
 
-/** A creds file as nsc writes it: the user JWT (here naming bob; this server checks the NKEY only) and the seed. */
 function credsFile(name: string, publicKey: string, seed: string): string {
   const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
   const jwt = `${part({ typ: 'JWT', alg: 'ed25519-nkey' })}.${part({ name, sub: publicKey, nats: { type: 'user', version: 2 } })}.unsigned`;
   return `-----BEGIN NATS USER JWT-----\n${jwt}\n------END NATS USER JWT------\n\n-----BEGIN USER NKEY SEED-----\n${seed}\n------END USER NKEY SEED------\n`;
-}
-
-function answers(port: number): Promise<boolean> {
-  return new Promise((ok) => {
-    const socket = createConnection({ host: '127.0.0.1', port }, () => (socket.destroy(), ok(true)));
-    socket.on('error', () => ok(false));
-  });
 }
 
 /** The CLI as a person runs it (`npm run conclave -- ...`), as a process of its own. */
@@ -77,10 +48,8 @@ function conclave(args: string[], env: Record<string, string> = {}): Promise<{ c
  */
 describe('security: the CLI on a NATS server with accounts', () => {
   const dir = mkdtempSync(join(tmpdir(), 'conclave-cli-accounts-'));
-  let server: ChildProcess;
   let url = '';
-  let intake: INestApplication;
-  const admin = generateParticipantKeys();
+  let deployment: AccountsDeployment;
   const aliceKeys = generateParticipantKeys();
   const bobNkey = nkeys.createUser();
   const aliceKeyFile = join(dir, 'alice.pem');
@@ -88,43 +57,13 @@ describe('security: the CLI on a NATS server with accounts', () => {
   let proposalId = '';
 
   beforeAll(async () => {
-    writeFileSync(join(dir, 'accounts.conf'), accountsConfig(bobNkey.getPublicKey()));
-    writeFileSync(join(dir, 'nats.conf'), `host: 127.0.0.1\njetstream { store_dir: "${join(dir, 'js')}" }\ninclude ./accounts.conf\n`);
     writeFileSync(aliceKeyFile, aliceKeys.privateKeyPem, { mode: 0o600 });
     writeFileSync(bobCreds, credsFile('bob', bobNkey.getPublicKey(), new TextDecoder().decode(bobNkey.getSeed())), { mode: 0o600 });
-    const port = await freePort();
-    url = `nats://127.0.0.1:${port}`;
-    server = spawn(NATS_SERVER, ['-c', join(dir, 'nats.conf'), '-p', String(port)], {
-      env: { ...process.env, ...PASSWORDS },
-      stdio: 'ignore',
-    });
-    await eventually(async () => (await answers(port)) || undefined, 10_000, 'the private nats-server');
-
-    intake = await startIntake(
-      loadConfig(IntakeConfig, {
-        NATS_URL: url,
-        NATS_USER: 'conclave-services',
-        NATS_PASSWORD: PASSWORDS['CONCLAVE_SERVICES_PASSWORD'],
-        NATS_INBOX_PREFIX: '_INBOX_conclave-services',
-        CONCLAVE_AUTH_MODE: 'required',
-        CONCLAVE_INSECURE_OPEN_NATS: 'false',
-        CONCLAVE_BOOTSTRAP_ADMIN: `admin=${admin.publicKey}`,
-        CONCLAVE_EXIT_ON_FATAL: 'false',
-        HTTP_PORT: '0',
-        LOG_LEVEL: 'warn',
-      }),
-    );
-    // Registry administration is not on the agents' allow lists: the test administers as the services' user.
-    const adminClient = await ConclaveClient.connect({
-      servers: url,
-      user: 'conclave-services',
-      pass: PASSWORDS['CONCLAVE_SERVICES_PASSWORD'],
-      inboxPrefix: '_INBOX_conclave-services',
-      signer: ed25519Signer('admin', admin.privateKeyPem),
-    });
+    deployment = await new AccountsDeployment(dir, accountsConfig(bobNkey.getPublicKey()), generateParticipantKeys()).start();
+    url = deployment.url;
+    const adminClient = deployment.admin;
     await adminClient.call(REGISTRY_PATTERNS.register, { participant_id: 'alice', roles: ['agent'], public_key: aliceKeys.publicKey });
     await adminClient.call(REGISTRY_PATTERNS.grant, { participant_id: 'alice', domain: 'risk', domain_authority: 0.9, trust_score: 0.9 });
-    await adminClient.close();
     const alice = await ConclaveClient.connect({
       servers: url,
       user: 'alice',
@@ -137,9 +76,7 @@ describe('security: the CLI on a NATS server with accounts', () => {
   }, 30_000);
 
   afterAll(async () => {
-    await intake?.close().catch(() => undefined);
-    server?.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
+    await deployment?.stop();
   });
 
   const signedAsAlice = ['--participant', 'alice', '--key-file', aliceKeyFile];

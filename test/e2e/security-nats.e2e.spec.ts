@@ -1,52 +1,24 @@
 import { INestApplication } from '@nestjs/common';
-import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, NatsConnection } from 'nats';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ConclaveClient, ed25519Signer, generateParticipantKeys } from '@conclave/sdk';
-import { loadConfig } from '@conclave/service-kit';
-import { IntakeConfig } from '../../apps/intake/src/app/intake.config';
-import { startIntake } from '../../apps/intake/src/app/intake.app';
 import { eventually } from '../support/conclave-harness';
 import { freePort, PrivateNatsServer } from '../support/processes';
+import { ACCOUNT_PASSWORDS, AccountsDeployment, accountsTemplate, agentEntryFor } from '../support/accounts-nats';
 
-const NATS_SERVER = process.env['NATS_SERVER_BIN'] ?? '/usr/sbin/nats-server';
-const PASSWORDS: Record<string, string> = {
-  CONCLAVE_SERVICES_PASSWORD: 'svcpass1',
-  CONCLAVE_AGENT_PASSWORD: 'agentpass1',
-  CONCLAVE_ALICE_PASSWORD: 'alicepass1',
-  CONCLAVE_MALLORY_PASSWORD: 'mallorypass1',
-  CONCLAVE_READER_PASSWORD: 'readerpass1',
-  CONCLAVE_HUMAN_PASSWORD: 'humanpass1',
-  NATS_SYS_PASSWORD: 'syspass1',
-};
+const PASSWORDS = ACCOUNT_PASSWORDS;
 
 /**
  * deploy/nats/nats-accounts.conf as a deployment would use it: its per-agent entry copied once
  * for alice and once for mallory, exactly as its comment says.
  */
 function accountsWithAgents(names: string[]): string {
-  const conf = readFileSync(join(__dirname, '../../deploy/nats/nats-accounts.conf'), 'utf8');
-  const template = conf.split('\n').find((l) => l.trimStart().startsWith('{ user: agent,'));
-  if (!template) throw new Error('no per-agent entry in nats-accounts.conf');
-  const copies = names.map((n) =>
-    template
-      .replace('user: agent,', `user: ${n},`)
-      .replace('$CONCLAVE_AGENT_PASSWORD', `$CONCLAVE_${n.toUpperCase()}_PASSWORD`)
-      .replace('"council.v1.tasks.agent"', `"council.v1.tasks.${n}"`)
-      .replace('"_INBOX_agent.>"', `"_INBOX_${n}.>"`),
-  );
-  return conf.replace(template, [template, ...copies].join('\n'));
-}
-
-function answers(port: number): Promise<boolean> {
-  return new Promise((ok) => {
-    const socket = createConnection({ host: '127.0.0.1', port }, () => (socket.destroy(), ok(true)));
-    socket.on('error', () => ok(false));
-  });
+  const { conf, agentEntry } = accountsTemplate();
+  return conf.replace(agentEntry, [agentEntry, ...names.map((n) => agentEntryFor(agentEntry, n))].join('\n'));
 }
 
 /** The subjects the server refused this connection a subscription to. */
@@ -67,12 +39,14 @@ function refusedSubscriptions(nc: NatsConnection): string[] {
  * under its own inbox prefix and authentication required.
  */
 describe('security: NATS accounts, per-user inbox prefixes', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'conclave-accounts-'));
-  let server: ChildProcess;
+  const deployment = new AccountsDeployment(
+    mkdtempSync(join(tmpdir(), 'conclave-accounts-')),
+    accountsWithAgents(['alice', 'mallory']),
+    generateParticipantKeys(),
+  );
   let url = '';
   let intake: INestApplication;
   const open: NatsConnection[] = [];
-  const admin = generateParticipantKeys();
   const aliceKeys = generateParticipantKeys();
 
   const user = async (name: string, inboxPrefix = `_INBOX_${name}`) => {
@@ -87,38 +61,9 @@ describe('security: NATS accounts, per-user inbox prefixes', () => {
   };
 
   beforeAll(async () => {
-    writeFileSync(join(dir, 'accounts.conf'), accountsWithAgents(['alice', 'mallory']));
-    writeFileSync(join(dir, 'nats.conf'), `host: 127.0.0.1\njetstream { store_dir: "${join(dir, 'js')}" }\ninclude ./accounts.conf\n`);
-    const port = await freePort();
-    url = `nats://127.0.0.1:${port}`;
-    server = spawn(NATS_SERVER, ['-c', join(dir, 'nats.conf'), '-p', String(port)], {
-      env: { ...process.env, ...PASSWORDS },
-      stdio: 'ignore',
-    });
-    await eventually(async () => (await answers(port)) || undefined, 10_000, 'the private nats-server');
-
-    intake = await startIntake(
-      loadConfig(IntakeConfig, {
-        NATS_URL: url,
-        NATS_USER: 'conclave-services',
-        NATS_PASSWORD: PASSWORDS['CONCLAVE_SERVICES_PASSWORD'],
-        NATS_INBOX_PREFIX: '_INBOX_conclave-services',
-        CONCLAVE_AUTH_MODE: 'required',
-        CONCLAVE_INSECURE_OPEN_NATS: 'false',
-        CONCLAVE_BOOTSTRAP_ADMIN: `admin=${admin.publicKey}`,
-        CONCLAVE_EXIT_ON_FATAL: 'false',
-        HTTP_PORT: '0',
-        LOG_LEVEL: 'warn',
-      }),
-    );
-    // Registry administration is not on the agents' allow lists; the test administers as the services' user.
-    const adminClient = await ConclaveClient.connect({
-      servers: url,
-      user: 'conclave-services',
-      pass: PASSWORDS['CONCLAVE_SERVICES_PASSWORD'],
-      inboxPrefix: '_INBOX_conclave-services',
-      signer: ed25519Signer('admin', admin.privateKeyPem),
-    });
+    await deployment.start();
+    ({ url, intake } = deployment);
+    const adminClient = deployment.admin;
     await adminClient.call(REGISTRY_PATTERNS.register, {
       participant_id: 'alice',
       roles: ['agent'],
@@ -126,14 +71,11 @@ describe('security: NATS accounts, per-user inbox prefixes', () => {
       clearance: 'restricted',
     });
     await adminClient.call(REGISTRY_PATTERNS.grant, { participant_id: 'alice', domain: 'risk', domain_authority: 0.9, trust_score: 0.9 });
-    await adminClient.close();
   }, 30_000);
 
   afterAll(async () => {
     for (const nc of open) await nc.close().catch(() => undefined);
-    await intake?.close().catch(() => undefined);
-    server?.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
+    await deployment.stop();
   });
 
   it("given alice and mallory with users of their own, when mallory subscribes to alice's inbox prefix, to _INBOX.> or to the services' inbox, then the server refuses and alice's reply reaches alice only", async () => {

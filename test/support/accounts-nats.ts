@@ -1,0 +1,113 @@
+import { INestApplication } from '@nestjs/common';
+import { ChildProcess, spawn } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { join } from 'node:path';
+import type { ParticipantKeyPair } from '@conclave/sdk';
+import { ConclaveClient, ed25519Signer } from '@conclave/sdk';
+import { loadConfig } from '@conclave/service-kit';
+import { IntakeConfig } from '../../apps/intake/src/app/intake.config';
+import { startIntake } from '../../apps/intake/src/app/intake.app';
+import { eventually } from './conclave-harness';
+import { freePort } from './processes';
+
+const NATS_SERVER = process.env['NATS_SERVER_BIN'] ?? '/usr/sbin/nats-server';
+const ROOT = join(__dirname, '../..');
+
+/** The passwords deploy/nats/nats-accounts.conf reads from the environment, for a test server. */
+export const ACCOUNT_PASSWORDS: Record<string, string> = {
+  CONCLAVE_SERVICES_PASSWORD: 'svcpass1',
+  CONCLAVE_AGENT_PASSWORD: 'agentpass1',
+  CONCLAVE_ALICE_PASSWORD: 'alicepass1',
+  CONCLAVE_MALLORY_PASSWORD: 'mallorypass1',
+  CONCLAVE_READER_PASSWORD: 'readerpass1',
+  CONCLAVE_HUMAN_PASSWORD: 'humanpass1',
+  NATS_SYS_PASSWORD: 'syspass1',
+};
+
+/** deploy/nats/nats-accounts.conf and its per-agent entry (the line a deployment copies per agent). */
+export function accountsTemplate(): { conf: string; agentEntry: string } {
+  const conf = readFileSync(join(ROOT, 'deploy/nats/nats-accounts.conf'), 'utf8');
+  const agentEntry = conf.split('\n').find((l) => l.trimStart().startsWith('{ user: agent,'));
+  if (!agentEntry) throw new Error('no per-agent entry in nats-accounts.conf');
+  return { conf, agentEntry };
+}
+
+/** The per-agent entry copied for `name`, replacing `agent` in all four places, as its comment says. */
+export function agentEntryFor(entry: string, name: string): string {
+  return entry
+    .replace('user: agent,', `user: ${name},`)
+    .replace('$CONCLAVE_AGENT_PASSWORD', `$CONCLAVE_${name.toUpperCase()}_PASSWORD`)
+    .replace('"council.v1.tasks.agent"', `"council.v1.tasks.${name}"`)
+    .replace('"_INBOX_agent.>"', `"_INBOX_${name}.>"`);
+}
+
+function answers(port: number): Promise<boolean> {
+  return new Promise((ok) => {
+    const socket = createConnection({ host: '127.0.0.1', port }, () => (socket.destroy(), ok(true)));
+    socket.on('error', () => ok(false));
+  });
+}
+
+/**
+ * A private nats-server running an accounts config (never the shared server), with intake
+ * connected as the services' user under its own inbox prefix, authentication required, and an
+ * administrator client (registry administration is not on the agents' allow lists, so the test
+ * administers as the services' user).
+ */
+export class AccountsDeployment {
+  url = '';
+  intake!: INestApplication;
+  admin!: ConclaveClient;
+  private server: ChildProcess | undefined;
+
+  constructor(
+    private readonly dir: string,
+    private readonly accounts: string,
+    private readonly adminKeys: ParticipantKeyPair,
+  ) {}
+
+  async start(): Promise<this> {
+    writeFileSync(join(this.dir, 'accounts.conf'), this.accounts);
+    writeFileSync(
+      join(this.dir, 'nats.conf'),
+      `host: 127.0.0.1\njetstream { store_dir: "${join(this.dir, 'js')}" }\ninclude ./accounts.conf\n`,
+    );
+    const port = await freePort();
+    this.url = `nats://127.0.0.1:${port}`;
+    this.server = spawn(NATS_SERVER, ['-c', join(this.dir, 'nats.conf'), '-p', String(port)], {
+      env: { ...process.env, ...ACCOUNT_PASSWORDS },
+      stdio: 'ignore',
+    });
+    await eventually(async () => (await answers(port)) || undefined, 10_000, 'the private nats-server');
+    this.intake = await startIntake(
+      loadConfig(IntakeConfig, {
+        NATS_URL: this.url,
+        NATS_USER: 'conclave-services',
+        NATS_PASSWORD: ACCOUNT_PASSWORDS['CONCLAVE_SERVICES_PASSWORD'],
+        NATS_INBOX_PREFIX: '_INBOX_conclave-services',
+        CONCLAVE_AUTH_MODE: 'required',
+        CONCLAVE_INSECURE_OPEN_NATS: 'false',
+        CONCLAVE_BOOTSTRAP_ADMIN: `admin=${this.adminKeys.publicKey}`,
+        CONCLAVE_EXIT_ON_FATAL: 'false',
+        HTTP_PORT: '0',
+        LOG_LEVEL: 'warn',
+      }),
+    );
+    this.admin = await ConclaveClient.connect({
+      servers: this.url,
+      user: 'conclave-services',
+      pass: ACCOUNT_PASSWORDS['CONCLAVE_SERVICES_PASSWORD'],
+      inboxPrefix: '_INBOX_conclave-services',
+      signer: ed25519Signer('admin', this.adminKeys.privateKeyPem),
+    });
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await this.admin?.close().catch(() => undefined);
+    await this.intake?.close().catch(() => undefined);
+    this.server?.kill('SIGKILL');
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
