@@ -9,7 +9,7 @@ import { loggingModule } from './logging';
 import { ConclaveMetrics } from './metrics';
 import { combineObservers, logContextObserver, metricsObserver } from './metrics-requests';
 import { startTracing, tracingObserver, tracingWantedBy } from './tracing';
-import { answerClientErrorsTyped, TypedHttpErrorFilter } from './http-edge';
+import { applyHttpEdge } from './http-edge';
 
 export interface BootstrapOptions {
   name: string;
@@ -89,8 +89,7 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
     await app.startAllMicroservices();
   }
   // Before listen: the router takes its global filters when it is set up.
-  app.useGlobalFilters(new TypedHttpErrorFilter());
-  answerClientErrorsTyped(app.getHttpServer());
+  applyHttpEdge(app);
   await app.listen(options.config.httpPort, options.config.httpHost);
   if (options.commands && options.config.authMode === 'off') {
     logger.warn('AUTHENTICATION IS OFF (CONCLAVE_AUTH_MODE=off): any client can act as any participant. Local use only.');

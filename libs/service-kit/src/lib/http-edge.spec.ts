@@ -2,7 +2,7 @@ import { Body, Controller, Get, INestApplication, Param, Post } from '@nestjs/co
 import { NestFactory } from '@nestjs/core';
 import { Module } from '@nestjs/common';
 import { AcpError } from '@conclave/acp-protocol';
-import { answerClientErrorsTyped, TypedHttpErrorFilter } from './http-edge';
+import { applyHttpEdge } from './http-edge';
 
 @Controller()
 class ProbeController {
@@ -37,8 +37,7 @@ describe('TypedHttpErrorFilter: every HTTP error is {ok: false, error: {code, me
 
   beforeAll(async () => {
     app = await NestFactory.create(ProbeModule, { logger: false });
-    app.useGlobalFilters(new TypedHttpErrorFilter());
-    answerClientErrorsTyped(app.getHttpServer());
+    applyHttpEdge(app);
     await app.listen(0, '127.0.0.1');
     base = (await app.getUrl()).replace('[::1]', '127.0.0.1');
   });
@@ -62,6 +61,13 @@ describe('TypedHttpErrorFilter: every HTTP error is {ok: false, error: {code, me
       const r = await send('/items', json(body));
       expect(r).toMatchObject({ status: 400, body: { ok: false, error: { code: 'INVALID_JSON' } } });
     }
+  });
+
+  it('given a JSON body whose bytes are not UTF-8, then INVALID_JSON and the handler never sees it (the fuzzer found a resolution note stored with U+FFFD)', async () => {
+    const bytes = new Uint8Array([...new TextEncoder().encode('{"note":"a'), 0xc3, 0x28, ...new TextEncoder().encode('"}')]);
+    const r = await send('/items', { method: 'POST', headers: { 'content-type': 'application/json' }, body: bytes });
+    expect(r).toMatchObject({ status: 400, body: { ok: false, error: { code: 'INVALID_JSON' } } });
+    expect(await send('/items', json('{"note":"é"}'))).toEqual({ status: 201, body: { ok: true, body: { note: 'é' } } });
   });
 
   it('given a path parameter that is not percent-encoded UTF-8, then a typed 400', async () => {

@@ -1,4 +1,5 @@
-import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, INestApplication, Logger } from '@nestjs/common';
+import type { NestExpressApplication, NestExpressBodyParserOptions } from '@nestjs/platform-express';
 import type { Response } from 'express';
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -95,4 +96,26 @@ export function answerClientErrorsTyped(server: Server): void {
       `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   });
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** body-parser's verify hook: the raw body must be UTF-8 (a 400 naming JSON reads as INVALID_JSON). */
+function refuseMalformedUtf8(_req: unknown, _res: unknown, buf: Buffer): void {
+  try {
+    strictUtf8.decode(buf);
+  } catch {
+    throw Object.assign(new Error('request body is not UTF-8 JSON'), { status: 400, statusCode: 400, expose: true });
+  }
+}
+
+/**
+ * The HTTP edge of every service: typed errors, and JSON bodies read as strict UTF-8 as on NATS
+ * (bytes that are not UTF-8 are INVALID_JSON, never stored as U+FFFD; this parser is registered
+ * before Nest's own, which then leaves the body be).
+ */
+export function applyHttpEdge(app: INestApplication): void {
+  app.useGlobalFilters(new TypedHttpErrorFilter());
+  (app as NestExpressApplication).useBodyParser('json', { verify: refuseMalformedUtf8 } as NestExpressBodyParserOptions);
+  answerClientErrorsTyped(app.getHttpServer());
 }
