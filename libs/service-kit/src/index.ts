@@ -11,6 +11,7 @@ export type { ProposalStoreOptions } from './lib/proposal-store';
 export { deciderConfigFrom, runtimeProviders, systemClock, ulidGenerator } from './lib/runtime';
 export type { Clock, IdGenerator } from './lib/runtime';
 export { CommandContext } from './lib/command-context';
+export { answerAuthenticated } from './lib/authenticated-command';
 // authentication, authorization, rejection records (docs/security.md)
 export { AuthenticatedServiceConfig, authSettingsOf } from './lib/auth/auth-config';
 export type { AuthSettings } from './lib/auth/auth-config';

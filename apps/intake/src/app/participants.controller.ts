@@ -1,9 +1,8 @@
 import { Controller, UseFilters } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
-import { AcpError } from '@conclave/acp-protocol';
-import { okReply, PassThroughRpcExceptionFilter, PlainNatsContext } from '@conclave/messaging';
+import { PassThroughRpcExceptionFilter, PlainNatsContext } from '@conclave/messaging';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
-import { CommandContext, Identity, RejectionRecorder } from '@conclave/service-kit';
+import { answerAuthenticated, CommandContext, Identity, RejectionRecorder } from '@conclave/service-kit';
 import { RegistryCommands } from './registry-commands';
 
 /**
@@ -70,19 +69,7 @@ export class ParticipantsController {
     return this.run('participants.list', body, r, async (who) => this.registry.list(who));
   }
 
-  private async run<T extends object>(
-    command: string,
-    body: unknown,
-    request: PlainNatsContext,
-    handle: (identity: Identity) => Promise<T>,
-  ) {
-    let identity: Identity | undefined;
-    try {
-      identity = await this.context.authenticate(request);
-      return okReply(await handle(identity));
-    } catch (err) {
-      if (err instanceof AcpError) await this.rejections.record(command, request, body, err, identity);
-      throw err;
-    }
+  private run<T extends object>(command: string, body: unknown, request: PlainNatsContext, handle: (identity: Identity) => Promise<T>) {
+    return answerAuthenticated({ context: this.context, rejections: this.rejections }, command, body, request, handle);
   }
 }

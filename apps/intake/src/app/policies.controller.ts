@@ -1,8 +1,8 @@
 import { Controller, UseFilters } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { AcpError, isDomain, parseDomainPolicy, POLICY_PATTERNS } from '@conclave/acp-protocol';
-import { okReply, PassThroughRpcExceptionFilter, PlainNatsContext } from '@conclave/messaging';
-import { CommandContext, Identity, RejectionRecorder } from '@conclave/service-kit';
+import { PassThroughRpcExceptionFilter, PlainNatsContext } from '@conclave/messaging';
+import { answerAuthenticated, CommandContext, Identity, RejectionRecorder } from '@conclave/service-kit';
 import { DomainPolicies } from './domain-policies';
 
 /**
@@ -42,20 +42,8 @@ export class PoliciesController {
     });
   }
 
-  private async run<T extends object>(
-    command: string,
-    body: unknown,
-    request: PlainNatsContext,
-    handle: (identity: Identity) => Promise<T>,
-  ) {
-    let identity: Identity | undefined;
-    try {
-      identity = await this.context.authenticate(request);
-      return okReply(await handle(identity));
-    } catch (err) {
-      if (err instanceof AcpError) await this.rejections.record(command, request, body, err, identity);
-      throw err;
-    }
+  private run<T extends object>(command: string, body: unknown, request: PlainNatsContext, handle: (identity: Identity) => Promise<T>) {
+    return answerAuthenticated({ context: this.context, rejections: this.rejections }, command, body, request, handle);
   }
 }
 
