@@ -3,7 +3,7 @@ import { createServer, Server, Socket } from 'node:net';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ensureBuilt } from '../support/processes';
+import { ensureBuilt, PrivateNatsServer, ServiceProcesses } from '../support/processes';
 
 /**
  * A service that cannot finish creating its providers (here: a "NATS server" that accepts the
@@ -56,5 +56,39 @@ describe('the start watchdog: a process stuck creating its application exits 70 
       .map((l) => JSON.parse(l) as { level: string; service: string; msg: string })
       .find((l) => l.level === 'fatal');
     expect(fatal).toMatchObject({ service: 'sweeper', msg: expect.stringContaining('not created within 2000 ms') });
+  }, 120_000);
+});
+
+/**
+ * The harness diagnoses a process that is not ready with SIGUSR2 (a Node report). The signal must
+ * leave the process as it is: Nest's default shutdown hooks drained and exited on it, which made
+ * a stuck process look as if it had exited cleanly by itself.
+ */
+describe('the diagnostic signal: SIGUSR2 writes a report and stops nothing', () => {
+  const nats = new PrivateNatsServer();
+  let svc: ServiceProcesses | undefined;
+
+  beforeAll(() => nats.start(), 30_000);
+  afterAll(async () => {
+    await svc?.stop();
+    await nats.dispose();
+  }, 30_000);
+
+  it('given a ready sweeper, when it gets SIGUSR2, then a report is written and it is still running and ready', async () => {
+    svc = new ServiceProcesses(nats.url);
+    await svc.start('sweeper');
+    const [sweeper] = svc.live('sweeper');
+
+    sweeper.child.kill('SIGUSR2');
+    let reports: string[] = [];
+    for (let i = 0; i < 50 && reports.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      reports = readdirSync(svc.logDir).filter((f) => f.startsWith('report.'));
+    }
+    await new Promise((r) => setTimeout(r, 1_000));
+
+    expect(reports).toHaveLength(1);
+    expect({ exitCode: sweeper.child.exitCode, signal: sweeper.child.signalCode }).toEqual({ exitCode: null, signal: null });
+    expect(await svc.ready(sweeper)).toBe(true);
   }, 120_000);
 });

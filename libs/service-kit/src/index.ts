@@ -1,6 +1,7 @@
 export { ServiceConfig } from './lib/service-config';
 export { ConfigError, loadConfig } from './lib/config';
 export { Readiness } from './lib/readiness';
+export { StartProgress, watchStart } from './lib/start-watch';
 export { ServiceKitModule } from './lib/service-kit.module';
 export * from './lib/tokens';
 export { bootstrapService } from './lib/bootstrap';

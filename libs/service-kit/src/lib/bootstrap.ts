@@ -10,6 +10,8 @@ import { ConclaveMetrics } from './metrics';
 import { combineObservers, logContextObserver, metricsObserver } from './metrics-requests';
 import { startTracing, tracingObserver, tracingWantedBy } from './tracing';
 import { applyHttpEdge } from './http-edge';
+import { Readiness } from './readiness';
+import { StartProgress, watchStart } from './start-watch';
 
 export interface BootstrapOptions {
   name: string;
@@ -72,7 +74,25 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
   const app = await createWithin(root, options);
   app.useLogger(app.get(PinoNestLogger));
   const logger = new Logger(options.name);
-  app.enableShutdownHooks();
+  // SIGTERM (the orchestrator) and SIGINT (a terminal) drain the service; not every signal Nest
+  // knows: SIGUSR2 is the diagnostic report's, and must leave a stuck process as it is.
+  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+  const endWatch = watchStart(app.get(StartProgress), app.get(Readiness), {
+    service: options.name,
+    stallMs: options.config.startStallMs,
+    exitOnFatal: options.config.exitOnFatal === 'true',
+  });
+  try {
+    await startServing(app, options, instrumented);
+  } finally {
+    endWatch();
+  }
+  logger.log(`${options.name} ready on ${await app.getUrl()}`);
+  return app;
+}
+
+/** The command server and HTTP, after the bootstrap hooks (catch-up) that `listen` runs. */
+async function startServing(app: INestApplication, options: BootstrapOptions, instrumented: boolean): Promise<void> {
   if (options.commands) {
     app.connectMicroservice(
       {
@@ -92,8 +112,6 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
   applyHttpEdge(app);
   await app.listen(options.config.httpPort, options.config.httpHost);
   if (options.commands && options.config.authMode === 'off') {
-    logger.warn('AUTHENTICATION IS OFF (CONCLAVE_AUTH_MODE=off): any client can act as any participant. Local use only.');
+    new Logger(options.name).warn('AUTHENTICATION IS OFF (CONCLAVE_AUTH_MODE=off): any client can act as any participant. Local use only.');
   }
-  logger.log(`${options.name} ready on ${await app.getUrl()}`);
-  return app;
 }

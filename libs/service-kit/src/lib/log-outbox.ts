@@ -14,6 +14,7 @@ import { headers as natsHeaders, JetStreamClient, NatsConnection } from 'nats';
 import { Readiness } from './readiness';
 import { ConclaveMetrics, METRICS } from './metrics';
 import { contextOfEvent, producerSpan, tracingOn } from './tracing';
+import { StartProgress } from './start-watch';
 
 /** One JetStream message an outbox derives from a log event. */
 export interface OutboxMessage {
@@ -50,6 +51,7 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
   private inFlight: Promise<unknown>[] = [];
   /** Set by Nest after construction (subclasses keep their constructors). */
   @Optional() @Inject(ConclaveMetrics) private readonly metrics?: ConclaveMetrics;
+  @Optional() @Inject(StartProgress) private readonly progress?: StartProgress;
   private meters:
     | {
         latency: ReturnType<ConclaveMetrics['histogram']>;
@@ -100,7 +102,10 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
   }
 
   private async follow(): Promise<void> {
-    const sub = (this.log as EventLog<E>).subscribe(this.outbox.categories, this.position, (e) => this.publish(e));
+    const sub = (this.log as EventLog<E>).subscribe(this.outbox.categories, this.position, (e) => {
+      this.progress?.tick();
+      return this.publish(e);
+    });
     this.subscription = sub;
     sub.closed.catch((err: Error) => this.restart(err));
     await sub.caughtUp;

@@ -10,6 +10,7 @@ import { ConclaveMetrics } from './metrics';
 import { categoryHeadProbe } from './metrics-event-log';
 import { trackReactor } from './metrics-reactors';
 import { inEventTrace, tracingOn } from './tracing';
+import { StartProgress } from './start-watch';
 
 /** What a service does when a part of it can no longer work: exit, so it is restarted. */
 export type FatalHandler = (part: string, err: unknown) => void;
@@ -262,6 +263,7 @@ export class Reactors {
     private readonly readiness: Readiness,
     @Optional() private readonly metrics?: ConclaveMetrics,
     @Optional() @Inject(NATS_CONNECTION) private readonly nc?: NatsConnection,
+    @Optional() private readonly progress?: StartProgress,
   ) {}
 
   private readonly headOf = () => (this.probe ??= categoryHeadProbe(this.config, this.nc));
@@ -274,9 +276,18 @@ export class Reactors {
       everyEvents: this.config.snapshotEveryEvents,
       everyMs: this.config.snapshotEveryMs,
     };
+    const progress = this.progress;
     const reactor = new Reactor(
       this.log as unknown as EventLog<E>,
-      definition,
+      progress
+        ? {
+            ...definition,
+            apply: (e) => {
+              progress.tick();
+              return definition.apply(e);
+            },
+          }
+        : definition,
       this.fatal,
       this.config.resubscribeGiveUpMs,
       this.readiness,

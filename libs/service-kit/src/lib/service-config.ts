@@ -128,6 +128,18 @@ export class ServiceConfig {
   createTimeoutMs = 30_000;
 
   /**
+   * Starting then runs the bootstrap hooks: reactors, caches and outboxes catch up with the log.
+   * That may take long on a big log, so it is bounded by progress rather than time: a start that
+   * handles no event for this long is stuck, and exits 70 to be restarted (with
+   * CONCLAVE_EXIT_ON_FATAL=true), naming the readiness checks still failing.
+   */
+  @Expose({ name: 'CONCLAVE_START_STALL_MS' })
+  @Type(() => Number)
+  @IsInt()
+  @Min(1000)
+  startStallMs = 30_000;
+
+  /**
    * `off` leaves out the request, append and outbox metrics and tracing (whatever the OTEL_*
    * variables say): for measuring what they cost (npm run bench), not for production.
    */

@@ -12,6 +12,7 @@ import { TracingFlush } from './tracing';
 import { EVENT_LOG, FATAL, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_NAME } from './tokens';
 import { fatalHandlerFor, Reactors } from './reactor';
 import { runtimeProviders } from './runtime';
+import { StartProgress } from './start-watch';
 import type { EventLog } from '@conclave/event-log';
 
 function readCreds(path: string): Uint8Array {
@@ -86,8 +87,10 @@ export class ServiceKitModule {
         TracingFlush,
         { provide: FATAL, useValue: fatalHandlerFor(config) },
         Reactors,
+        StartProgress,
       ],
       exports: [
+        StartProgress,
         FATAL,
         Reactors,
         SERVICE_NAME,
