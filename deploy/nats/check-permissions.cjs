@@ -51,14 +51,15 @@ async function tryReq(nc, subject) {
 (async () => {
   const svc = await conn('conclave-services', pw('CONCLAVE_SERVICES_PASSWORD'));
   const jsm = await svc.jetstreamManager();
-  for (const [name, subj] of [
+  for (const [name, subj, retention] of [
     ['CONCLAVE_EVENTS', 'conclave.evt.>'],
     ['ACP_DECISIONS', 'acp.v1.decisions.>'],
     ['ACP_PROPOSALS', 'acp.v1.proposals.>'],
     ['ACP_ESCALATIONS', 'acp.v1.escalations.>'],
     ['COUNCIL_DECISIONS', 'council.v1.decisions'],
+    ['COUNCIL_TASKS', 'council.v1.tasks.*', 'workqueue'],
   ]) {
-    await jsm.streams.add({ name, subjects: [subj] }).catch((e) => {
+    await jsm.streams.add({ name, subjects: [subj], ...(retention ? { retention } : {}) }).catch((e) => {
       if (e?.api_error?.err_code !== 10058) throw e; // exists already (another config): reuse it
     });
   }
@@ -77,6 +78,7 @@ async function tryReq(nc, subject) {
     'acp.v1.lineage',
     'acp.v1.resolve',
     'council.v1.start',
+    'council.v1.schemas',
   ]) {
     svc.subscribe(s, { queue: 'q', callback: (_e, m) => m.respond(sc.encode('{"ok":true}')) });
   }
@@ -86,6 +88,7 @@ async function tryReq(nc, subject) {
   expect('agent: request acp.v1.propose', await tryReq(agent, 'acp.v1.propose'), true);
   expect('agent: request acp.v1.lineage', await tryReq(agent, 'acp.v1.lineage'), true);
   expect('agent: request council.v1.start', await tryReq(agent, 'council.v1.start'), true);
+  expect('agent: request council.v1.schemas', await tryReq(agent, 'council.v1.schemas'), true);
   expect('agent: request acp.v1.resolve (human only)', await tryReq(agent, 'acp.v1.resolve'), false);
   expect('agent: publish conclave.evt.proposal.p1', await tryPub(agent, 'conclave.evt.proposal.p1'), false);
   expect('agent: publish acp.v1.decisions.risk', await tryPub(agent, 'acp.v1.decisions.risk'), false);
@@ -94,10 +97,65 @@ async function tryReq(nc, subject) {
   expect('agent: subscribe acp.v1.proposals.>', await trySub(agent, 'acp.v1.proposals.>'), true);
   expect('agent: subscribe acp.v1.decisions.>', await trySub(agent, 'acp.v1.decisions.>'), false);
   expect('agent: subscribe conclave.evt.>', await trySub(agent, 'conclave.evt.>'), false);
-  // council task: the controller (services) requests, the member replies via allow_responses
-  agent.subscribe('council.v1.tasks.agent', { callback: (_e, m) => m.respond(sc.encode('{"artifact":1}')) });
-  await agent.flush();
-  expect('agent: reply to council.v1.tasks.agent request', await tryReq(svc, 'council.v1.tasks.agent'), true);
+  // Council tasks: the agent's own durable queue (consumer member-agent on COUNCIL_TASKS, filtered on
+  // its task subject) and its own answer subject; another member's queue and answers are refused.
+  const ajsm = await agent.jetstreamManager();
+  const memberConsumer = (id, extra = {}) => ({
+    durable_name: `member-${id}`,
+    filter_subject: `council.v1.tasks.${id}`,
+    ack_policy: AckPolicy.Explicit,
+    ...extra,
+  });
+  const refused = async (p) => {
+    try {
+      await p;
+      return false;
+    } catch (e) {
+      return e.code === 'PERMISSIONS_VIOLATION';
+    }
+  };
+  await js.publish('council.v1.tasks.agent', sc.encode('{"task":1}'));
+  await js.publish('council.v1.tasks.m1', sc.encode('{"task":2}'));
+  try {
+    await ajsm.consumers.add('COUNCIL_TASKS', memberConsumer('agent'));
+    await ajsm.consumers.info('COUNCIL_TASKS', 'member-agent');
+    const m = await (await agent.jetstream().consumers.get('COUNCIL_TASKS', 'member-agent')).next({ expires: 2000 });
+    if (!m || sc.decode(m.data) !== '{"task":1}') throw new Error('not its task');
+    m.working();
+    await m.ackAck();
+    expect('agent: its own council task queue (create, info, next, ack)', true, true);
+  } catch (e) {
+    expect('agent: its own council task queue (' + e.message + ')', false, true);
+  }
+  svc.subscribe('council.v1.answers.*', { queue: 'q', callback: (_e, m) => m.respond(sc.encode('{"ok":true}')) });
+  await svc.flush();
+  expect('agent: request council.v1.answers.agent (its answers)', await tryReq(agent, 'council.v1.answers.agent'), true);
+  expect("agent: request council.v1.answers.m1 (another member's answers)", await tryReq(agent, 'council.v1.answers.m1'), false);
+  expect("agent: info of another member's consumer", !(await refused(ajsm.consumers.info('COUNCIL_TASKS', 'member-m1'))), false);
+  expect("agent: create another member's consumer", !(await refused(ajsm.consumers.add('COUNCIL_TASKS', memberConsumer('m1')))), false);
+  expect(
+    "agent: pull from another member's consumer",
+    !(await refused(agent.request('$JS.API.CONSUMER.MSG.NEXT.COUNCIL_TASKS.member-m1', sc.encode('{"batch":1}'), { timeout: 1000 }))),
+    false,
+  );
+  expect(
+    'agent: unfiltered consumer on COUNCIL_TASKS',
+    !(await refused(ajsm.consumers.add('COUNCIL_TASKS', { ack_policy: AckPolicy.Explicit }))),
+    false,
+  );
+  expect(
+    'agent: its own consumer name without a filter (DURABLE.CREATE)',
+    !(await refused(
+      agent.request(
+        '$JS.API.CONSUMER.DURABLE.CREATE.COUNCIL_TASKS.member-agent',
+        sc.encode('{"stream_name":"COUNCIL_TASKS","config":{}}'),
+        {
+          timeout: 1000,
+        },
+      ),
+    )),
+    false,
+  );
   expect("agent: subscribe council.v1.tasks.m1 (another member's tasks)", await trySub(agent, 'council.v1.tasks.m1'), false);
   expect('agent: subscribe _INBOX_agent.> (its own inbox)', await trySub(agent, '_INBOX_agent.>'), true);
   expect("agent: subscribe _INBOX.> (everyone's replies)", await trySub(agent, '_INBOX.>'), false);

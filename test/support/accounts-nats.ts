@@ -8,6 +8,10 @@ import { ConclaveClient, ed25519Signer } from '@conclave/sdk';
 import { loadConfig } from '@conclave/service-kit';
 import { IntakeConfig } from '../../apps/intake/src/app/intake.config';
 import { startIntake } from '../../apps/intake/src/app/intake.app';
+import { CouncilConfig } from '../../apps/council/src/app/council.config';
+import { startCouncil } from '../../apps/council/src/app/council.app';
+import { AuditConfig } from '../../apps/audit/src/app/audit.config';
+import { startAudit } from '../../apps/audit/src/app/audit.app';
 import { eventually } from './conclave-harness';
 import { freePort } from './processes';
 
@@ -19,26 +23,42 @@ export const ACCOUNT_PASSWORDS: Record<string, string> = {
   CONCLAVE_SERVICES_PASSWORD: 'svcpass1',
   CONCLAVE_AGENT_PASSWORD: 'agentpass1',
   CONCLAVE_ALICE_PASSWORD: 'alicepass1',
+  CONCLAVE_BOB_PASSWORD: 'bobpass1',
   CONCLAVE_MALLORY_PASSWORD: 'mallorypass1',
   CONCLAVE_READER_PASSWORD: 'readerpass1',
   CONCLAVE_HUMAN_PASSWORD: 'humanpass1',
   NATS_SYS_PASSWORD: 'syspass1',
 };
 
-/** deploy/nats/nats-accounts.conf and its per-agent entry (the line a deployment copies per agent). */
+/**
+ * deploy/nats/nats-accounts.conf and its per-agent entry (what a deployment copies per agent):
+ * from the line that opens `{ user: agent,` to the brace that closes it.
+ */
 export function accountsTemplate(): { conf: string; agentEntry: string } {
   const conf = readFileSync(join(ROOT, 'deploy/nats/nats-accounts.conf'), 'utf8');
-  const agentEntry = conf.split('\n').find((l) => l.trimStart().startsWith('{ user: agent,'));
-  if (!agentEntry) throw new Error('no per-agent entry in nats-accounts.conf');
-  return { conf, agentEntry };
+  const start = conf.search(/^[ \t]*\{ user: agent,/m);
+  if (start < 0) throw new Error('no per-agent entry in nats-accounts.conf');
+  const open = conf.indexOf('{', start);
+  let depth = 0;
+  for (let i = open; i < conf.length; i++) {
+    const c = conf[i];
+    if (c === '#') i = conf.indexOf('\n', i);
+    else if (c === '"') i = conf.indexOf('"', i + 1);
+    else if (c === '{') depth++;
+    else if (c === '}' && --depth === 0) return { conf, agentEntry: conf.slice(open, i + 1) };
+    if (i < 0) break;
+  }
+  throw new Error('the per-agent entry of nats-accounts.conf does not close');
 }
 
-/** The per-agent entry copied for `name`, replacing `agent` in all four places, as its comment says. */
+/** The per-agent entry copied for `name`, replacing `agent` in its nine places, as its comment says. */
 export function agentEntryFor(entry: string, name: string): string {
   return entry
     .replace('user: agent,', `user: ${name},`)
     .replace('$CONCLAVE_AGENT_PASSWORD', `$CONCLAVE_${name.toUpperCase()}_PASSWORD`)
-    .replace('"council.v1.tasks.agent"', `"council.v1.tasks.${name}"`)
+    .replaceAll('member-agent', `member-${name}`)
+    .replace('.council.v1.tasks.agent"', `.council.v1.tasks.${name}"`)
+    .replace('"council.v1.answers.agent"', `"council.v1.answers.${name}"`)
     .replace('"_INBOX_agent.>"', `"_INBOX_${name}.>"`);
 }
 
@@ -60,6 +80,7 @@ export class AccountsDeployment {
   intake!: INestApplication;
   admin!: ConclaveClient;
   private server: ChildProcess | undefined;
+  private readonly services: INestApplication[] = [];
 
   constructor(
     private readonly dir: string,
@@ -80,20 +101,7 @@ export class AccountsDeployment {
       stdio: 'ignore',
     });
     await eventually(async () => (await answers(port)) || undefined, 10_000, 'the private nats-server');
-    this.intake = await startIntake(
-      loadConfig(IntakeConfig, {
-        NATS_URL: this.url,
-        NATS_USER: 'conclave-services',
-        NATS_PASSWORD: ACCOUNT_PASSWORDS['CONCLAVE_SERVICES_PASSWORD'],
-        NATS_INBOX_PREFIX: '_INBOX_conclave-services',
-        CONCLAVE_AUTH_MODE: 'required',
-        CONCLAVE_INSECURE_OPEN_NATS: 'false',
-        CONCLAVE_BOOTSTRAP_ADMIN: `admin=${this.adminKeys.publicKey}`,
-        CONCLAVE_EXIT_ON_FATAL: 'false',
-        HTTP_PORT: '0',
-        LOG_LEVEL: 'warn',
-      }),
-    );
+    this.intake = await startIntake(loadConfig(IntakeConfig, this.serviceEnv()));
     this.admin = await ConclaveClient.connect({
       servers: this.url,
       user: 'conclave-services',
@@ -104,8 +112,45 @@ export class AccountsDeployment {
     return this;
   }
 
+  /**
+   * Starts another service in this process, as deployed: the services' user, default subjects
+   * and stream names (those nats-accounts.conf assumes), authentication required.
+   */
+  async startService(name: 'council' | 'audit', env: Record<string, string> = {}): Promise<INestApplication> {
+    const app =
+      name === 'council'
+        ? await startCouncil(loadConfig(CouncilConfig, this.serviceEnv(env)))
+        : await startAudit(loadConfig(AuditConfig, this.serviceEnv(env)));
+    this.services.push(app);
+    return app;
+  }
+
+  /** Stops a service started by startService (the SIGTERM path). */
+  async stopService(app: INestApplication): Promise<void> {
+    this.services.splice(this.services.indexOf(app), 1);
+    await app.close();
+  }
+
+  private serviceEnv(extra: Record<string, string> = {}): Record<string, string> {
+    return {
+      NATS_URL: this.url,
+      NATS_USER: 'conclave-services',
+      NATS_PASSWORD: ACCOUNT_PASSWORDS['CONCLAVE_SERVICES_PASSWORD'],
+      NATS_INBOX_PREFIX: '_INBOX_conclave-services',
+      CONCLAVE_AUTH_MODE: 'required',
+      CONCLAVE_INSECURE_OPEN_NATS: 'false',
+      CONCLAVE_BOOTSTRAP_ADMIN: `admin=${this.adminKeys.publicKey}`,
+      CONCLAVE_EXIT_ON_FATAL: 'false',
+      HTTP_PORT: '0',
+      HTTP_HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      ...extra,
+    };
+  }
+
   async stop(): Promise<void> {
     await this.admin?.close().catch(() => undefined);
+    for (const app of this.services.splice(0).reverse()) await app.close().catch(() => undefined);
     await this.intake?.close().catch(() => undefined);
     this.server?.kill('SIGKILL');
     rmSync(this.dir, { recursive: true, force: true });

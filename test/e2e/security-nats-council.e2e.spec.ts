@@ -1,0 +1,174 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AckPolicy, connect, headers, JetStreamManager, NatsConnection } from 'nats';
+import type { MemberDescriptor, RunRecord } from '@conclave/council-protocol';
+import { acpStreamNames, ensureMemberTaskConsumer, memberTaskConsumerConfig } from '@conclave/messaging';
+import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
+import {
+  cleanBehaviour,
+  CouncilClient,
+  ed25519Signer,
+  generateParticipantKeys,
+  ParticipantKeyPair,
+  ScriptedMember,
+  scriptedGoalContract,
+  scriptedPanel,
+} from '@conclave/sdk';
+import { eventually } from '../support/conclave-harness';
+import { ACCOUNT_PASSWORDS, AccountsDeployment, accountsTemplate, agentEntryFor } from '../support/accounts-nats';
+
+const TASKS = acpStreamNames().councilTasks;
+const encode = (x: unknown) => new TextEncoder().encode(typeof x === 'string' ? x : JSON.stringify(x));
+const decode = <T>(b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as T;
+
+/** deploy/nats/nats-accounts.conf with its per-agent entry copied for each name, as its comment says. */
+function accountsWithAgents(names: string[]): string {
+  const { conf, agentEntry } = accountsTemplate();
+  return conf.replace(agentEntry, [agentEntry, ...names.map((n) => agentEntryFor(agentEntry, n))].join('\n'));
+}
+
+/** Alice proposes; bob proposes and chairs: two members, each its own NATS user. */
+function panelOfTwo(): MemberDescriptor[] {
+  const [alice, bob] = scriptedPanel({ proposers: ['alice', 'bob'] });
+  return [alice, { ...bob, council_roles: ['proposer', 'reviewer', 'reviser', 'chair'] }];
+}
+
+/**
+ * Council members under NATS accounts (deploy/nats/nats-accounts.conf on a private nats-server,
+ * the council service as the services' user, authentication required): each member works its own
+ * durable task queue (consumer `member-<id>` on COUNCIL_TASKS) and answers on its own subject with
+ * the rights of its own entry, and the server refuses mallory, another agent, every way into
+ * alice's queue and alice's answer subject.
+ */
+describe('security: council members under NATS accounts', () => {
+  const deployment = new AccountsDeployment(
+    mkdtempSync(join(tmpdir(), 'conclave-accounts-council-')),
+    accountsWithAgents(['alice', 'bob', 'mallory']),
+    generateParticipantKeys(),
+  );
+  const keys = new Map<string, ParticipantKeyPair>();
+  const open: NatsConnection[] = [];
+  const members: ScriptedMember[] = [];
+
+  /** A NATS connection as the agent's own user and inbox prefix (`agent` is the template entry itself). */
+  const natsAs = async (user: string): Promise<NatsConnection> => {
+    const nc = await connect({
+      servers: deployment.url,
+      user,
+      pass: ACCOUNT_PASSWORDS[`CONCLAVE_${user.toUpperCase()}_PASSWORD`],
+      inboxPrefix: `_INBOX_${user}`,
+    });
+    open.push(nc);
+    return nc;
+  };
+  const signer = (id: string) => ed25519Signer(id, keys.get(id)!.privateKeyPem);
+  const refusedByServer = (p: Promise<unknown>) => expect(p).rejects.toMatchObject({ code: 'PERMISSIONS_VIOLATION' });
+
+  beforeAll(async () => {
+    await deployment.start();
+    await deployment.startService('council');
+    for (const id of ['owner', 'alice', 'bob', 'mallory']) {
+      const pair = generateParticipantKeys();
+      keys.set(id, pair);
+      await deployment.admin.call(REGISTRY_PATTERNS.register, { participant_id: id, roles: ['agent'], public_key: pair.publicKey });
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(members.map((m) => m.stop()));
+    for (const nc of open) await nc.close().catch(() => undefined);
+    await deployment.stop();
+  });
+
+  it("given a run whose two members each connect as their own NATS user, when mallory (another agent) tries alice's consumer, her tasks, an unfiltered consumer and her answer subject, then the server refuses each, nothing reaches the run, and the run decides on the members' signed answers", async () => {
+    // Given: alice and bob working the run through CouncilMember, each with its own user and key;
+    // alice holds her review until the attacks are over, so her queue is busy while attacked.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const alice = new ScriptedMember(
+      await natsAs('alice'),
+      'alice',
+      cleanBehaviour({ hold: (t) => (t.stage === 'review' ? gate : undefined) }),
+      undefined,
+      signer('alice'),
+    ).start();
+    const bob = new ScriptedMember(await natsAs('bob'), 'bob', cleanBehaviour(), undefined, signer('bob')).start();
+    members.push(alice, bob);
+    // The owner starts the run over the template entry's own user.
+    const owner = new CouncilClient(await natsAs('agent'), undefined, { signer: signer('owner') });
+    const runId = await owner.start({
+      goal_contract: scriptedGoalContract({ decision_owner: 'owner' }),
+      panel: panelOfTwo(),
+      policy: { stage_timeout_ms: 30_000 },
+    });
+    await alice.until(() => alice.tasks.some((t) => t.stage === 'review'), 20_000, "alice's review task");
+
+    // When: mallory, with her own user, goes after alice's queue and answers.
+    const mallory = await natsAs('mallory');
+    const jsm: JetStreamManager = await mallory.jetstreamManager();
+    await refusedByServer(jsm.consumers.info(TASKS, 'member-alice'));
+    await refusedByServer(jsm.consumers.add(TASKS, memberTaskConsumerConfig('council', 'alice')));
+    await refusedByServer(mallory.jetstream().consumers.get(TASKS, 'member-alice'));
+    await refusedByServer(
+      mallory.request(`$JS.API.CONSUMER.MSG.NEXT.${TASKS}.member-alice`, encode({ batch: 1, expires: 1e9 }), { timeout: 5_000 }),
+    );
+    // Ad-hoc consumers reading all of COUNCIL_TASKS: ephemeral, durable without a filter, ordered.
+    await refusedByServer(jsm.consumers.add(TASKS, { ack_policy: AckPolicy.Explicit }));
+    await refusedByServer(jsm.consumers.add(TASKS, { durable_name: 'member-mallory', ack_policy: AckPolicy.Explicit }));
+    await refusedByServer(
+      mallory.request(
+        `$JS.API.CONSUMER.DURABLE.CREATE.${TASKS}.member-mallory`,
+        encode({ stream_name: TASKS, config: { durable_name: 'member-mallory' } }),
+        {
+          timeout: 5_000,
+        },
+      ),
+    );
+    await refusedByServer(mallory.jetstream().consumers.get(TASKS));
+    await refusedByServer(mallory.request(`$JS.API.STREAM.MSG.GET.${TASKS}`, encode({ seq: 1 }), { timeout: 5_000 }));
+    // Her own create subject with a body that reads alice's tasks: the server holds the body to the subject.
+    const lying = decode<{ error?: { err_code: number } }>(
+      (
+        await mallory.request(
+          `$JS.API.CONSUMER.CREATE.${TASKS}.member-mallory.council.v1.tasks.mallory`,
+          encode({
+            stream_name: TASKS,
+            config: { ...memberTaskConsumerConfig('council', 'mallory'), filter_subject: 'council.v1.tasks.alice' },
+          }),
+          { timeout: 5_000 },
+        )
+      ).data,
+    );
+    expect(lying.error?.err_code).toBe(10131);
+    // An answer in alice's name, signed by mallory.
+    const forged = encode({ run_id: runId, task_id: alice.tasks[0].task_id, ok: true, artifact: { position: 'mallory was here' } });
+    const h = headers();
+    for (const [k, v] of Object.entries(await signer('mallory')('council.v1.answers.alice', forged))) h.set(k, v);
+    await refusedByServer(mallory.request('council.v1.answers.alice', forged, { timeout: 5_000, headers: h }));
+    // Her own queue is hers to use: the rights are per member, not a lock-out.
+    expect(await ensureMemberTaskConsumer(jsm, TASKS, 'council', 'mallory')).toBe('member-mallory');
+    const own = await (await mallory.jetstream().consumers.get(TASKS, 'member-mallory')).next({ expires: 1_000 });
+    expect(own).toBeNull();
+
+    // Then: the run decides on alice's and bob's answers alone.
+    release();
+    const record = await eventually(
+      async () => {
+        const r: RunRecord = await owner.get(runId);
+        return r.terminal ? r : undefined;
+      },
+      60_000,
+      'the run to end',
+    );
+    expect(record.terminal?.terminal_state).toMatch(/^decided/);
+    expect(record.refusals).toEqual([]);
+    expect(JSON.stringify(record)).not.toContain('mallory was here');
+    expect(record.artifacts.reviews.map((r) => r.reviewer_member_id).sort()).toEqual(expect.arrayContaining(['alice', 'bob']));
+    expect(alice.verdicts.every((v) => v.verdict.ok)).toBe(true);
+    expect(bob.verdicts.every((v) => v.verdict.ok)).toBe(true);
+    // No consumer on the task queues but the members' own.
+    const consumers = (await (await deployment.admin.nc.jetstreamManager()).consumers.list(TASKS).next()).map((c) => c.name).sort();
+    expect(consumers).toEqual(['member-alice', 'member-bob', 'member-mallory']);
+  }, 120_000);
+});
