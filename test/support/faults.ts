@@ -122,7 +122,8 @@ export async function runFaultScenario(scenario: FaultScenario): Promise<FaultRe
     const result = await drive(scenario, svc, conn);
     result.durationMs = Date.now() - started;
     writeRow(result);
-    if (!isClean(result)) keepLogs(result.scenario, svc, nats);
+    // A process restarted while starting (a start watchdog exit) is worth reading even in a clean run.
+    if (!isClean(result) || svc.crashRestarts.length > 0) keepLogs(result.scenario, svc, nats);
     return result;
   } finally {
     await svc?.stop().catch(() => undefined);

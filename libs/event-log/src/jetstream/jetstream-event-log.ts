@@ -83,6 +83,8 @@ const NO_MESSAGE_FOUND = 10037;
 const STREAM_NOT_FOUND = 10059;
 const MESSAGE_TOO_LARGE = 10054;
 const INDEX_WIDTH = 6;
+/** How long deliveries must pause before a catch-up is confirmed with the consumer's state. */
+const CATCH_UP_CONFIRM_MS = 1_000;
 /** The sequence of the aggregate's previous commit (0 for the first), when the appender knew it. */
 const PREV_HEADER = 'Conclave-Prev-Seq';
 /** Each metadata entry of an append is a header `Conclave-Meta-<key>` of its commit message. */
@@ -299,6 +301,9 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     // server says nothing is pending (stream sequences would not do: a filtered consumer skips).
     let handled = 0;
     let target: number | undefined;
+    // The consumer sequence of the last message handled, and when: for confirming a catch-up.
+    let lastDelivery = 0;
+    let lastHandledAt = Date.now();
 
     const deliver = async (m: JsMsg): Promise<void> => {
       const { stream, category } = this.streamOfSubject(m.subject);
@@ -315,8 +320,26 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
         }
       }
       handled++;
+      lastDelivery = m.info.deliverySequence;
+      lastHandledAt = Date.now();
       if (m.info.pending === 0 || (target !== undefined && handled >= target)) caughtUp.resolve();
     };
+
+    // The pending counts above are the server's estimate, and nats-server 2.9 can over-count a
+    // filtered consumer's (seen after a restart under concurrent appends: delivery ended with
+    // "8 pending" that never came), which left a catch-up waiting for ever. So once deliveries
+    // pause, the consumer's own state decides: nothing pending, and its last delivery handled.
+    const confirmCatchUp = setInterval(() => {
+      if (caughtUp.settled || stopped) return clearInterval(confirmCatchUp);
+      if (!sub || target === undefined || Date.now() - lastHandledAt < CATCH_UP_CONFIRM_MS) return;
+      sub.consumerInfo().then(
+        (info) => {
+          if (info.num_pending === 0 && info.delivered.consumer_seq === lastDelivery) caughtUp.resolve();
+        },
+        () => undefined, // asked again at the next tick; a dead subscription ends through `run`
+      );
+    }, CATCH_UP_CONFIRM_MS);
+    confirmCatchUp.unref();
 
     const run = async (): Promise<void> => {
       const opts = consumerOpts();
@@ -373,7 +396,10 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
           closed.reject(e);
         },
       )
-      .finally(() => this.live.delete(handle));
+      .finally(() => {
+        clearInterval(confirmCatchUp);
+        this.live.delete(handle);
+      });
     return handle;
   }
 

@@ -6,8 +6,9 @@ import { EventLogConfigError, LogUnavailableError } from '../core/errors';
 import { describeCheckpointStore, type Seen } from '../testing/checkpoint-store.contract';
 import { Collector, within, type TestEvent } from '../testing/event-log.contract';
 import { NATS_URL, openTestLog } from '../testing/nats-test-log';
-import { JetStreamEventLog } from './jetstream-event-log';
+import { JetStreamEventLog, type JetStreamEventLogOptions } from './jetstream-event-log';
 import { KvCheckpointStore } from './kv-checkpoint-store';
+import { OvercountingProxy } from '../testing/overcounting-proxy';
 
 const ev = (type = 'E'): TestEvent => ({ event_id: ulid(), type, data: {} });
 
@@ -41,6 +42,36 @@ describe('JetStreamEventLog specifics', () => {
       await writer;
     }
   });
+
+  it('given a server that over-counts what is pending, when a subscription catches up from the middle of a category, then it is caught up once delivery ends', async () => {
+    // Given: 40 events of the category, and others, on the real server.
+    const events: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      events.push((await t.log.append(`counted-${ulid()}`, [ev('Counted')], 'no_stream')).position);
+      await t.log.append(`other-${ulid()}`, [ev('Other')], 'no_stream');
+    }
+    const [host, port] = NATS_URL.replace(/^nats:\/\//, '').split(':');
+    const proxy = new OvercountingProxy({ host, port: Number(port) }, 8);
+    await proxy.start();
+    const nc = await connect({ servers: proxy.url, name: 'over-counted' });
+    const options = (t.log as unknown as { options: JetStreamEventLogOptions }).options;
+    const seen = await JetStreamEventLog.create<TestEvent>({ ...options, connection: nc });
+    try {
+      // When: it subscribes after the 10th event, through a server that says 8 more are pending than there are.
+      const handled: string[] = [];
+      const sub = seen.subscribe(['counted'], events[9], (e) => {
+        handled.push(e.position);
+      });
+      // Then: it is caught up with the 30 that follow, not waiting for 8 that never come.
+      await within(sub.caughtUp, 15_000, 'catch-up through an over-counting server');
+      expect(handled).toEqual(events.slice(10));
+      await sub.stop();
+    } finally {
+      await seen.close();
+      await nc.close();
+      await proxy.stop();
+    }
+  }, 30_000);
 
   it('reads that decide (version, read) go to the stream leader, never to a direct get that a lagging replica may serve', async () => {
     const stream = `proposal-${ulid()}`;
