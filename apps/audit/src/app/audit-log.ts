@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import type { StoredEvent } from '@conclave/event-log';
 import { ensureStream } from '@conclave/messaging';
-import { AuditEntry, chainEntry, GENESIS_HASH } from '@conclave/registry-protocol';
+import { AuditEntry, AuditEntryContent, chainEntry, GENESIS_HASH } from '@conclave/registry-protocol';
 import {
   ConclaveMetrics,
   IDS,
@@ -20,6 +20,7 @@ import {
 import { ConsumerMessages, consumerOpts, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import { auditContentOf, rejectionEventOf } from './audit-entry';
 import { AuditConfig } from './audit.config';
+import { isIdentifiedRejection, RejectionsCheckpoint, rejectionsRecreatedContent, rejectionsResume } from './rejections-feed';
 
 export interface AuditQuery {
   proposal_id?: string;
@@ -42,7 +43,10 @@ const decoder = new TextDecoder();
  * stream seq, each publish expects the previous sequence, so nothing interleaves and a second
  * writer fails fast). Each entry holds its source's position (the log position, or the
  * rejection stream's sequence): after a restart the service resumes each source right after its
- * last entry, never twice, never skipping.
+ * last entry, never twice, never skipping. A rejections stream deleted and created again (its
+ * sequence starts over) is recognised before it is followed (`rejectionsResume`): the chain records
+ * a `RejectionsStreamRecreated` entry and the new stream is audited from its first message, each
+ * record once by its id.
  *
  * One writer at any replica count: the replica holding the `audit-chain` lease (`KvLease`,
  * `<event stream>_LEASES`) follows the log and the rejections and appends; the others are
@@ -81,6 +85,10 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
   private queue: Promise<void> = Promise.resolve();
   private lastLogPosition: string | undefined;
   private lastRejectionSeq = 0;
+  /** The chain's last entry from the rejections stream: where that feed resumes, and what was audited there. */
+  private lastRejection: RejectionsCheckpoint | undefined;
+  /** Ids of the rejection records in the chain, so that a record met again is not audited twice. */
+  private readonly auditedRejections = new Set<string>();
 
   constructor(
     reactors: Reactors,
@@ -214,22 +222,23 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
   }
 
   private async appendEvent(stored: StoredEvent): Promise<void> {
-    await this.write(stored, () => this.lastLogPosition === undefined || stored.position > this.lastLogPosition);
+    await this.write(
+      () => auditContentOf(stored, this.payloadHashes),
+      () => this.lastLogPosition === undefined || stored.position > this.lastLogPosition,
+    );
   }
 
   private async appendRejection(seq: number, data: Uint8Array): Promise<void> {
-    // Validated, forced to a rejection; a malformed message is recorded as such, never thrown.
-    const event = rejectionEventOf(data, seq, new Date().toISOString()) as StoredEvent['event'];
-    const stored = {
-      stream: this.rejections.stream,
-      category: 'rejection',
-      event,
-      position: String(seq),
-      version: String(seq),
-      previous: undefined,
-      endOfCommit: true,
-    };
-    await this.write(stored, () => seq > this.lastRejectionSeq);
+    if (seq <= this.lastRejectionSeq) return;
+    const content = this.rejectionContent(seq, data);
+    if (isIdentifiedRejection(content) && this.auditedRejections.has(content.source_id)) {
+      this.logger.warn(`rejection record ${content.source_id} (stream seq ${seq}) is already in the audit chain: not audited again`);
+      return;
+    }
+    await this.write(
+      () => content,
+      () => seq > this.lastRejectionSeq,
+    );
   }
 
   /**
@@ -238,9 +247,9 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
    * a stored entry harmless; a chain that moved on (another writer got there first) is read up to
    * its end, and the entry made again on it unless that writer already recorded this source item.
    */
-  private async write(stored: StoredEvent, isNew: () => boolean): Promise<void> {
+  private async write(content: () => AuditEntryContent, isNew: () => boolean): Promise<void> {
     for (let attempt = 1; this.writing && isNew(); attempt++) {
-      const entry = chainEntry(this.last, auditContentOf(stored, this.payloadHashes), sha256Hex);
+      const entry = chainEntry(this.last, content(), sha256Hex);
       const data = encoder.encode(JSON.stringify(entry));
       try {
         await this.js.publish(this.subject, data, { msgID: `audit-${entry.seq}`, expect: { lastSequence: entry.seq - 1 } });
@@ -294,15 +303,19 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
   }
 
   /**
-   * An ordered consumer on the rejections stream from just after the last one in the chain; when
-   * it ends (a NATS restart, a deleted consumer) it is made again from the same place.
+   * An ordered consumer on the rejections stream from just after the last one in the chain (or
+   * from its start when the stream was made again); when it ends (a NATS restart, a deleted
+   * stream or consumer) it is made again from the same place.
    */
   private async followRejections(): Promise<void> {
+    const from = await this.rejectionsStart();
     const consumer = await this.js.consumers.get(this.rejections.stream, {
       deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: this.lastRejectionSeq + 1,
+      opt_start_seq: from,
     });
-    const messages = await consumer.consume();
+    // Ends at once when its stream or consumer goes, instead of following a stream made again
+    // from where the old one was: only rejectionsStart may say where a new stream starts.
+    const messages = await consumer.consume({ abort_on_missing_resource: true });
     this.rejectionMessages = messages;
     this.rejectionsFollowed = true;
     // A deleted stream or consumer, or a feed gone silent, ends the feed: /readyz says so until it
@@ -317,7 +330,10 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
       }
     })().catch(() => undefined);
     void (async () => {
-      for await (const m of messages) await this.enqueue(() => this.appendRejection(m.seq, m.data));
+      for await (const m of messages) {
+        if (this.rejectionMessages !== messages) break;
+        await this.enqueue(() => this.appendRejection(m.seq, m.data));
+      }
     })()
       .catch((err: Error) => this.logger.warn(`rejections feed interrupted: ${err.message}`))
       .finally(() => {
@@ -329,6 +345,58 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
             if (this.writing) await this.followRejections();
           });
       });
+  }
+
+  /**
+   * Where to follow the rejections stream from. When it is not the stream the chain followed (it
+   * was deleted and created again), records that in the chain first, so that the new stream's
+   * entries follow a marker of their own, then starts from its first message.
+   */
+  private async rejectionsStart(): Promise<number> {
+    const jsm = await this.nc.jetstreamManager();
+    const info = await jsm.streams.info(this.rejections.stream);
+    const checkpoint = this.lastRejection;
+    const seq = Number(checkpoint?.position ?? 0);
+    let atCheckpoint: AuditEntryContent | undefined;
+    if (seq > 0 && seq >= info.state.first_seq && seq <= info.state.last_seq) {
+      const stored = await jsm.streams.getMessage(this.rejections.stream, { seq }).catch(() => undefined);
+      if (stored) atCheckpoint = this.rejectionContent(seq, stored.data);
+    }
+    const resume = rejectionsResume(checkpoint, info.state, atCheckpoint);
+    if (!resume.recreated) return resume.from;
+    this.logger.warn(
+      `rejections stream ${this.rejections.stream} was created again (at ${info.created}): ${resume.reason}; ` +
+        `auditing it from sequence 1 (refusals the old stream held after sequence ${seq} were not audited)`,
+    );
+    const marker = rejectionsRecreatedContent(this.rejections.stream, info.created, new Date().toISOString(), 'audit');
+    await this.enqueue(() =>
+      this.write(
+        () => marker,
+        () => this.lastRejection === checkpoint,
+      ),
+    );
+    if (this.lastRejection === checkpoint) throw new Error('the recreation of the rejections stream is not in the chain yet');
+    return resume.from;
+  }
+
+  /**
+   * A message of the rejections stream as its audit entry's content: validated and forced to a
+   * rejection; a malformed message is recorded as such, never thrown.
+   */
+  private rejectionContent(seq: number, data: Uint8Array): AuditEntryContent {
+    const event = rejectionEventOf(data, seq, new Date().toISOString()) as StoredEvent['event'];
+    return auditContentOf(
+      {
+        stream: this.rejections.stream,
+        category: 'rejection',
+        event,
+        position: String(seq),
+        version: String(seq),
+        previous: undefined,
+        endOfCommit: true,
+      },
+      new Map(),
+    );
   }
 
   private async refollow(feed: string, follow: () => Promise<void>): Promise<void> {
@@ -372,8 +440,11 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     this.entries.push(entry);
     if (entry.proposal_id && entry.payload_hash && entry.action === 'ProposalSubmitted')
       this.payloadHashes.set(entry.proposal_id, entry.payload_hash);
-    if (entry.stream === this.rejections.stream) this.lastRejectionSeq = Number(entry.position);
-    else if (entry.position !== undefined) this.lastLogPosition = entry.position;
+    if (entry.stream === this.rejections.stream) {
+      this.lastRejectionSeq = Number(entry.position);
+      this.lastRejection = entry;
+      if (isIdentifiedRejection(entry)) this.auditedRejections.add(entry.source_id);
+    } else if (entry.position !== undefined) this.lastLogPosition = entry.position;
   }
 }
 
