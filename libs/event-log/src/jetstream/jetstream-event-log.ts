@@ -69,6 +69,11 @@ export interface JetStreamEventLogOptions {
    * honoured on a stream with one replica, where no replica can lag. Default false.
    */
   readonly directReads?: boolean;
+  /**
+   * Told of each message on the log's subjects that this log did not append (see
+   * `COMMIT_HEADER`): it is skipped, never folded. Default: nothing is told.
+   */
+  readonly onForeignRecord?: (record: string, reason: string) => void;
 }
 
 /** One append is stored as one message: JetStream 2.9 has no atomic batch publish. */
@@ -87,6 +92,15 @@ const INDEX_WIDTH = 6;
 const CATCH_UP_CONFIRM_MS = 1_000;
 /** The sequence of the aggregate's previous commit (0 for the first), when the appender knew it. */
 const PREV_HEADER = 'Conclave-Prev-Seq';
+/**
+ * Set on every commit this log appends. A message on the log's subjects without it that is not a
+ * commit envelope was put there by someone else: a JetStream consumer whose creator gave it a
+ * deliver subject inside the log's (the server publishes its deliveries with the account's own
+ * rights). It is skipped and reported, not folded, and is no reason for a reader to stop. A
+ * message with it that does not decode is corruption, and is fatal as before. Commits appended
+ * before the header existed are envelopes and are read as they always were.
+ */
+const COMMIT_HEADER = 'Conclave-Commit';
 /** Each metadata entry of an append is a header `Conclave-Meta-<key>` of its commit message. */
 const META_HEADER = 'Conclave-Meta-';
 
@@ -217,6 +231,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
       // The server checks the duplicate window before the expected sequence, so a retry of a
       // commit that succeeded returns the original sequence instead of a conflict (verified on 2.9.10).
       const h = headers();
+      h.set(COMMIT_HEADER, '1');
       if (lastSubjectSequence !== undefined) h.set(PREV_HEADER, String(lastSubjectSequence));
       for (const [k, v] of Object.entries(metadata ?? {})) h.set(META_HEADER + k, v);
       const ack = await this.js.publish(subject, payload, {
@@ -258,7 +273,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     const chain = await this.walkChain(stream, subject, head);
     const events: StoredEvent<E>[] = [];
     if (chain) {
-      for (const m of chain) events.push(...this.unpack(stream, category, m.seq, m.data, prevOf(m.header), metadataOf(m.header)));
+      for (const m of chain) events.push(...this.unpack(stream, category, m.seq, m.data, prevOf(m.header), metadataOf(m.header), m.header));
     } else {
       await this.scanSubject(stream, category, subject, head.seq, events);
     }
@@ -308,7 +323,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     const deliver = async (m: JsMsg): Promise<void> => {
       const { stream, category } = this.streamOfSubject(m.subject);
       if (matches(category)) {
-        const events = this.unpack(stream, category, m.seq, m.data, prevOf(m.headers), metadataOf(m.headers));
+        const events = this.unpack(stream, category, m.seq, m.data, prevOf(m.headers), metadataOf(m.headers), m.headers);
         for (const e of events) {
           if (stopped) return;
           if (m.seq === fromSeq && indexOf(e.position) <= fromIndex) continue;
@@ -484,7 +499,15 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
       for await (const m of sub) {
         if (m.seq > lastSeq) break;
         into.push(
-          ...this.unpack(stream, category, m.seq, m.data, before === undefined ? 'no_stream' : String(before), metadataOf(m.headers)),
+          ...this.unpack(
+            stream,
+            category,
+            m.seq,
+            m.data,
+            before === undefined ? 'no_stream' : String(before),
+            metadataOf(m.headers),
+            m.headers,
+          ),
         );
         before = m.seq;
         if (m.seq === lastSeq) break;
@@ -511,15 +534,24 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     data: Uint8Array,
     previous: StreamVersion | 'no_stream' | undefined,
     metadata: EventMetadata | undefined,
+    header: MsgHdrs | undefined,
   ): StoredEvent<E>[] {
-    let envelope: CommitEnvelope<E>;
+    const record = `${this.streamName}#${seq}`;
+    const ours = header?.get(COMMIT_HEADER) === '1';
+    let envelope: CommitEnvelope<E> | undefined;
+    let problem: 'not JSON' | 'not a commit envelope (v: 1, events: [...])' | undefined;
+    let cause: unknown;
     try {
       envelope = this.codec.decode(data);
+      if (!envelope || envelope.v !== 1 || !Array.isArray(envelope.events)) problem = 'not a commit envelope (v: 1, events: [...])';
     } catch (e) {
-      throw new CorruptRecordError(`${this.streamName}#${seq}`, 'not JSON', { cause: e });
+      problem = 'not JSON';
+      cause = e;
     }
-    if (!envelope || envelope.v !== 1 || !Array.isArray(envelope.events)) {
-      throw new CorruptRecordError(`${this.streamName}#${seq}`, 'not a commit envelope (v: 1, events: [...])');
+    if (problem !== undefined || !envelope) {
+      if (ours) throw new CorruptRecordError(record, problem ?? 'not JSON', cause === undefined ? undefined : { cause });
+      this.options.onForeignRecord?.(record, `not appended by this log (${problem})`);
+      return [];
     }
     const version = String(seq);
     const last = envelope.events.length - 1;

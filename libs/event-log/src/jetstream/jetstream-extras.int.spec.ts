@@ -1,8 +1,8 @@
 /** What the contract does not cover: JetStream specifics, the KV checkpoint store, the cache on NATS. */
-import { connect, type NatsConnection } from 'nats';
+import { connect, headers, type NatsConnection } from 'nats';
 import { ulid } from 'ulid';
 import { AggregateCache } from '../cache/aggregate-cache';
-import { EventLogConfigError, LogUnavailableError } from '../core/errors';
+import { CorruptRecordError, EventLogConfigError, LogUnavailableError } from '../core/errors';
 import { describeCheckpointStore, type Seen } from '../testing/checkpoint-store.contract';
 import { Collector, within, type TestEvent } from '../testing/event-log.contract';
 import { NATS_URL, openTestLog } from '../testing/nats-test-log';
@@ -72,6 +72,52 @@ describe('JetStreamEventLog specifics', () => {
       await proxy.stop();
     }
   }, 30_000);
+
+  it("given a message on the log's subjects that the log did not append (a consumer delivering into them), when readers fold the aggregate and the category, then it is skipped and reported, and the aggregate goes on", async () => {
+    const foreign: string[] = [];
+    const options = (t.log as unknown as { options: JetStreamEventLogOptions }).options;
+    const reader = await JetStreamEventLog.create<TestEvent>({
+      ...options,
+      connection: t.connections[1],
+      onForeignRecord: (r) => foreign.push(r),
+    });
+    const stream = `proposal-${ulid()}`;
+    // Given: a commit, then what a push consumer with a deliver subject inside the log puts there
+    // (another stream's message, with its own headers), then an append on the version it left.
+    const v1 = (await t.log.append(stream, [ev('A')], 'no_stream')).version;
+    const h = headers();
+    h.set('Nats-Msg-Id', 'decision-of-something');
+    const delivered = await t.connections[0]
+      .jetstream()
+      .publish(t.log.subjectOf(stream), new TextEncoder().encode('{"proposal_id":"x","status":"accepted"}'), { headers: h });
+    const version = await reader.version(stream);
+    expect(version).toBe(String(delivered.seq));
+    await t.log.append(stream, [ev('B')], version);
+
+    // When: the aggregate is read, and its category followed from the start.
+    const read = await reader.read(stream);
+    const seen: string[] = [];
+    const sub = reader.subscribe(['proposal'], 'start', (e) => {
+      if (e.stream === stream) seen.push(e.event.type);
+    });
+    await within(sub.caughtUp, 10_000, 'catch-up past a foreign message');
+    await sub.stop();
+    await reader.close();
+
+    // Then: only the commits are folded, and the foreign message is reported, not fatal.
+    expect(read.events.map((e) => e.event.type)).toEqual(['A', 'B']);
+    expect(v1).not.toBe(String(delivered.seq));
+    expect(seen).toEqual(['A', 'B']);
+    expect(foreign).toEqual(expect.arrayContaining([`${options.streamName}#${delivered.seq}`]));
+  });
+
+  it("given a message marked as this log's commit that does not decode, when a reader folds it, then it is corruption: CorruptRecordError", async () => {
+    const stream = `proposal-${ulid()}`;
+    const h = headers();
+    h.set('Conclave-Commit', '1');
+    await t.connections[0].jetstream().publish(t.log.subjectOf(stream), new TextEncoder().encode('not json'), { headers: h });
+    await expect(t.log.read(stream)).rejects.toBeInstanceOf(CorruptRecordError);
+  });
 
   it('reads that decide (version, read) go to the stream leader, never to a direct get that a lagging replica may serve', async () => {
     const stream = `proposal-${ulid()}`;

@@ -1,4 +1,4 @@
-import { Provider } from '@nestjs/common';
+import { Logger, Provider } from '@nestjs/common';
 import { EventLog, EventStoreDbEventLog, JetStreamEventLog, KvCheckpointStore, LogEvent } from '@conclave/event-log';
 import { NatsConnection } from 'nats';
 import { CHECKPOINTS, EVENT_LOG, NATS_CONNECTION, SERVICE_CONFIG, SNAPSHOTS } from './tokens';
@@ -15,6 +15,8 @@ export async function createEventLog(config: ServiceConfig, nc: NatsConnection):
     streamName: config.eventStream,
     subjectPrefix: config.eventSubjectPrefix,
     replicas: config.logReplicas,
+    // Skipped, never folded; loud, because only a consumer aimed at the log's subjects puts one there.
+    onForeignRecord: (record, reason) => new Logger('EventLog').warn(`skipped ${record}: ${reason}`),
   });
 }
 
