@@ -1,5 +1,7 @@
 /** Small helpers shared by the benchmarks: env numbers, percentiles, formatting, process memory. */
 import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import type { NatsConnection } from 'nats';
 
 export function int(name: string, fallback: number): number {
   const v = process.env[name];
@@ -48,4 +50,34 @@ export function cpuMsOf(pid: number | undefined): number {
   } catch {
     return NaN;
   }
+}
+
+/** The value of the first series `name` in a Prometheus text exposition whose labels include `labels`. */
+export function promValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name) || (line[name.length] !== '{' && line[name.length] !== ' ')) continue;
+    const close = line.indexOf('}');
+    const labelText = line[name.length] === '{' ? line.slice(name.length + 1, close) : '';
+    const found = new Map([...labelText.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => found.get(k) === v))
+      return Number(line.slice(close >= 0 ? close + 1 : name.length).trim());
+  }
+  return undefined;
+}
+
+/** Load average over 1, 5 and 15 minutes, as `uptime` prints it. */
+export function loadAverage(): string {
+  return loadavg()
+    .map((l) => l.toFixed(2))
+    .join(', ');
+}
+
+export type StreamUsage = Map<string, { messages: number; bytes: number }>;
+
+/** Messages and bytes of every JetStream stream on the server, from stream info. */
+export async function streamUsage(nc: NatsConnection): Promise<StreamUsage> {
+  const jsm = await nc.jetstreamManager();
+  const out: StreamUsage = new Map();
+  for await (const si of jsm.streams.list()) out.set(si.config.name, { messages: si.state.messages, bytes: si.state.bytes });
+  return out;
 }
