@@ -18,24 +18,26 @@ async function conn(user, pass, inboxPrefix = `_INBOX_${user}`) {
   const nc = await connect({ servers: url, user, pass, name: user, inboxPrefix });
   nc.errors = [];
   (async () => {
-    for await (const s of nc.status()) if (s.type === 'error') nc.errors.push(String(s.data));
+    for await (const s of nc.status()) if (s.type === 'error') nc.errors.push(`${s.data} "${s.permissionContext?.subject}"`);
   })();
   return nc;
 }
+// A violation reported for this subject (a late report for an earlier refusal names another one).
+const isViolation = (e, subject) => (/Permissions Violation/i.test(e) || /PERMISSIONS_VIOLATION/.test(e)) && e.includes(`"${subject}"`);
 // A publish is "allowed" when the server reports no permissions violation for it.
 async function tryPub(nc, subject) {
   const before = nc.errors.length;
   nc.publish(subject, sc.encode('x'));
   await nc.flush();
   await sleep(50);
-  return !nc.errors.slice(before).some((e) => /Permissions Violation/i.test(e) || /PERMISSIONS_VIOLATION/.test(e));
+  return !nc.errors.slice(before).some((e) => isViolation(e, subject));
 }
 async function trySub(nc, subject) {
   const before = nc.errors.length;
   const sub = nc.subscribe(subject);
   await nc.flush();
   await sleep(50);
-  const ok = !nc.errors.slice(before).some((e) => /Permissions Violation/i.test(e) || /PERMISSIONS_VIOLATION/.test(e));
+  const ok = !nc.errors.slice(before).some((e) => isViolation(e, subject));
   sub.unsubscribe();
   return ok;
 }
@@ -97,15 +99,9 @@ async function tryReq(nc, subject) {
   expect('agent: subscribe acp.v1.proposals.>', await trySub(agent, 'acp.v1.proposals.>'), true);
   expect('agent: subscribe acp.v1.decisions.>', await trySub(agent, 'acp.v1.decisions.>'), false);
   expect('agent: subscribe conclave.evt.>', await trySub(agent, 'conclave.evt.>'), false);
-  // Council tasks: the agent's own durable queue (consumer member-agent on COUNCIL_TASKS, filtered on
-  // its task subject) and its own answer subject; another member's queue and answers are refused.
-  const ajsm = await agent.jetstreamManager();
-  const memberConsumer = (id, extra = {}) => ({
-    durable_name: `member-${id}`,
-    filter_subject: `council.v1.tasks.${id}`,
-    ack_policy: AckPolicy.Explicit,
-    ...extra,
-  });
+  // Nobody but the services creates a consumer: a create request may name a deliver subject, and
+  // the server then publishes the consumer's messages there past the creator's permissions. Every
+  // create form is tried on every stream, each with a deliver subject aimed at the event log.
   const refused = async (p) => {
     try {
       await p;
@@ -114,46 +110,83 @@ async function tryReq(nc, subject) {
       return e.code === 'PERMISSIONS_VIOLATION';
     }
   };
-  await js.publish('council.v1.tasks.agent', sc.encode('{"task":1}'));
-  await js.publish('council.v1.tasks.m1', sc.encode('{"task":2}'));
-  try {
-    await ajsm.consumers.add('COUNCIL_TASKS', memberConsumer('agent'));
-    await ajsm.consumers.info('COUNCIL_TASKS', 'member-agent');
-    const m = await (await agent.jetstream().consumers.get('COUNCIL_TASKS', 'member-agent')).next({ expires: 2000 });
-    if (!m || sc.decode(m.data) !== '{"task":1}') throw new Error('not its task');
+  const STREAMS = ['CONCLAVE_EVENTS', 'ACP_DECISIONS', 'ACP_PROPOSALS', 'ACP_ESCALATIONS', 'COUNCIL_DECISIONS', 'COUNCIL_TASKS'];
+  const createForms = (stream, name) => {
+    const body = (config) => sc.encode(JSON.stringify({ stream_name: stream, config }));
+    const push = { ack_policy: 'none', deliver_subject: 'conclave.evt.proposal.injected' };
+    return [
+      [`$JS.API.CONSUMER.CREATE.${stream}`, body(push)],
+      [`$JS.API.CONSUMER.CREATE.${stream}.${name}`, body({ ...push, name })],
+      [`$JS.API.CONSUMER.CREATE.${stream}.${name}.conclave.evt.>`, body({ ...push, name, filter_subject: 'conclave.evt.>' })],
+      [`$JS.API.CONSUMER.DURABLE.CREATE.${stream}.${name}`, body({ ...push, durable_name: name })],
+    ];
+  };
+  const createsNothing = async (nc, who, name) => {
+    const allowed = [];
+    for (const stream of STREAMS) {
+      for (const [subject, data] of createForms(stream, name)) {
+        if (!(await refused(nc.request(subject, data, { timeout: 1000 })))) allowed.push(subject);
+      }
+    }
+    expect(`${who}: create any consumer (${allowed.join(', ') || 'every form on every stream refused'})`, allowed.length > 0, false);
+  };
+  const eventsBefore = (await jsm.streams.info('CONCLAVE_EVENTS')).state.messages;
+
+  // The services make each client's feed and each member's task queue: durable pull consumers.
+  const pull = (durable, filter) => ({
+    durable_name: durable,
+    ack_policy: AckPolicy.Explicit,
+    ...(filter ? { filter_subject: filter } : {}),
+  });
+  await jsm.consumers.add('COUNCIL_TASKS', pull('member-agent', 'council.v1.tasks.agent'));
+  await jsm.consumers.add('ACP_PROPOSALS', pull('feed-agent'));
+  await jsm.consumers.add('ACP_DECISIONS', pull('feed-agent', 'acp.v1.decisions.risk'));
+  await jsm.consumers.add('ACP_DECISIONS', pull('feed-reader'));
+  await jsm.consumers.add('COUNCIL_DECISIONS', pull('feed-reader'));
+  await jsm.consumers.add('ACP_ESCALATIONS', pull('feed-human'));
+  await jsm.consumers.add('ACP_DECISIONS', pull('feed-other'));
+  await js.publish('acp.v1.proposals.risk', sc.encode('{"p":1}'), { msgID: 'p1' });
+  await js.publish('council.v1.decisions', sc.encode('{"c":1}'), { msgID: 'c1' });
+  /** Binds to a provisioned consumer (info), pulls one message and acknowledges it. */
+  const pullsOne = async (nc, stream, durable, want) => {
+    const m = await (await nc.jetstream().consumers.get(stream, durable)).next({ expires: 2000 });
+    if (!m || sc.decode(m.data) !== want) throw new Error(`got ${m ? sc.decode(m.data) : 'nothing'}`);
     m.working();
     await m.ackAck();
-    expect('agent: its own council task queue (create, info, next, ack)', true, true);
-  } catch (e) {
-    expect('agent: its own council task queue (' + e.message + ')', false, true);
-  }
+  };
+  const canPull = async (nc, who, stream, durable, want) => {
+    try {
+      await pullsOne(nc, stream, durable, want);
+      expect(`${who}: its provisioned ${stream} ${durable} (info, next, ack)`, true, true);
+    } catch (e) {
+      expect(`${who}: its provisioned ${stream} ${durable} (${e.message})`, false, true);
+    }
+  };
+
+  // Council tasks: the agent's own durable queue (consumer member-agent on COUNCIL_TASKS, made by
+  // the services) and its own answer subject; another member's queue and answers are refused.
+  const ajsm = await agent.jetstreamManager();
+  await js.publish('council.v1.tasks.agent', sc.encode('{"task":1}'));
+  await js.publish('council.v1.tasks.m1', sc.encode('{"task":2}'));
+  await canPull(agent, 'agent', 'COUNCIL_TASKS', 'member-agent', '{"task":1}');
+  await canPull(agent, 'agent', 'ACP_PROPOSALS', 'feed-agent', '{"p":1}');
+  await canPull(agent, 'agent', 'ACP_DECISIONS', 'feed-agent', '{"d":1}');
+  await createsNothing(agent, 'agent', 'member-agent');
+  await createsNothing(agent, 'agent', 'feed-agent');
   svc.subscribe('council.v1.answers.*', { queue: 'q', callback: (_e, m) => m.respond(sc.encode('{"ok":true}')) });
   await svc.flush();
   expect('agent: request council.v1.answers.agent (its answers)', await tryReq(agent, 'council.v1.answers.agent'), true);
   expect("agent: request council.v1.answers.m1 (another member's answers)", await tryReq(agent, 'council.v1.answers.m1'), false);
   expect("agent: info of another member's consumer", !(await refused(ajsm.consumers.info('COUNCIL_TASKS', 'member-m1'))), false);
-  expect("agent: create another member's consumer", !(await refused(ajsm.consumers.add('COUNCIL_TASKS', memberConsumer('m1')))), false);
+  expect("agent: info of another user's feed", !(await refused(ajsm.consumers.info('ACP_DECISIONS', 'feed-reader'))), false);
   expect(
     "agent: pull from another member's consumer",
     !(await refused(agent.request('$JS.API.CONSUMER.MSG.NEXT.COUNCIL_TASKS.member-m1', sc.encode('{"batch":1}'), { timeout: 1000 }))),
     false,
   );
   expect(
-    'agent: unfiltered consumer on COUNCIL_TASKS',
-    !(await refused(ajsm.consumers.add('COUNCIL_TASKS', { ack_policy: AckPolicy.Explicit }))),
-    false,
-  );
-  expect(
-    'agent: its own consumer name without a filter (DURABLE.CREATE)',
-    !(await refused(
-      agent.request(
-        '$JS.API.CONSUMER.DURABLE.CREATE.COUNCIL_TASKS.member-agent',
-        sc.encode('{"stream_name":"COUNCIL_TASKS","config":{}}'),
-        {
-          timeout: 1000,
-        },
-      ),
-    )),
+    "agent: pull from another user's feed",
+    !(await refused(agent.request('$JS.API.CONSUMER.MSG.NEXT.ACP_DECISIONS.feed-other', sc.encode('{"batch":1}'), { timeout: 1000 }))),
     false,
   );
   expect("agent: subscribe council.v1.tasks.m1 (another member's tasks)", await trySub(agent, 'council.v1.tasks.m1'), false);
@@ -162,62 +195,43 @@ async function tryReq(nc, subject) {
   expect("agent: subscribe _INBOX_human.> (another user's inbox)", await trySub(agent, '_INBOX_human.>'), false);
   expect('agent: subscribe _INBOX_conclave-services.>', await trySub(agent, '_INBOX_conclave-services.>'), false);
   expect('services: subscribe _INBOX.>', await trySub(svc, '_INBOX.>'), false);
-  // agent JS read on ACP_PROPOSALS, but not on the event log
-  try {
-    const ajs = agent.jetstream();
-    const c = await ajs.consumers.get('ACP_PROPOSALS');
-    await c.next({ expires: 1000 });
-    expect('agent: ordered consumer on ACP_PROPOSALS', true, true);
-  } catch (e) {
-    expect('agent: ordered consumer on ACP_PROPOSALS (' + e.message + ')', false, true);
-  }
-  try {
-    const ajs = agent.jetstream();
-    const c = await ajs.consumers.get('CONCLAVE_EVENTS');
-    await c.next({ expires: 1000 });
-    expect('agent: consumer on CONCLAVE_EVENTS', true, false);
-  } catch (e) {
-    expect('agent: consumer on CONCLAVE_EVENTS', false, false);
-  }
+  expect(
+    'agent: ordered consumer on ACP_PROPOSALS',
+    !(await refused(
+      agent
+        .jetstream()
+        .consumers.get('ACP_PROPOSALS')
+        .then((c) => c.next({ expires: 1000 })),
+    )),
+    false,
+  );
 
   const reader = await conn('reader', pw('CONCLAVE_READER_PASSWORD'));
-  try {
-    const rjsm = await reader.jetstreamManager({ checkAPI: false });
-    // durable pull consumer, filtered by domain
-    await rjsm.consumers.add('ACP_DECISIONS', {
-      durable_name: 'downstream',
-      ack_policy: AckPolicy.Explicit,
-      filter_subject: 'acp.v1.decisions.risk',
-    });
-    const c = await reader.jetstream().consumers.get('ACP_DECISIONS', 'downstream');
-    const m = await c.next({ expires: 2000 });
-    if (!m) throw new Error('no message');
-    await m.ackAck();
-    expect('reader: durable pull consumer on ACP_DECISIONS, fetch + ack', true, true);
-  } catch (e) {
-    expect('reader: durable pull consumer on ACP_DECISIONS (' + e.message + ')', false, true);
-  }
-  try {
-    const c = await reader.jetstream().consumers.get('ACP_DECISIONS');
-    const m = await c.next({ expires: 2000 });
-    expect('reader: ordered consumer on ACP_DECISIONS', !!m, true);
-  } catch (e) {
-    expect('reader: ordered consumer on ACP_DECISIONS (' + e.message + ')', false, true);
-  }
-  try {
-    const c = await reader.jetstream().consumers.get('CONCLAVE_EVENTS');
-    await c.next({ expires: 1000 });
-    expect('reader: consumer on CONCLAVE_EVENTS', true, false);
-  } catch (e) {
-    expect('reader: consumer on CONCLAVE_EVENTS', false, false);
-  }
+  await canPull(reader, 'reader', 'ACP_DECISIONS', 'feed-reader', '{"d":1}');
+  await canPull(reader, 'reader', 'COUNCIL_DECISIONS', 'feed-reader', '{"c":1}');
+  await createsNothing(reader, 'reader', 'feed-reader');
+  expect(
+    'reader: ordered consumer on ACP_DECISIONS',
+    !(await refused(
+      reader
+        .jetstream()
+        .consumers.get('ACP_DECISIONS')
+        .then((c) => c.next({ expires: 1000 })),
+    )),
+    false,
+  );
+  expect(
+    "reader: pull from another user's feed",
+    !(await refused(reader.request('$JS.API.CONSUMER.MSG.NEXT.ACP_DECISIONS.feed-agent', sc.encode('{"batch":1}'), { timeout: 1000 }))),
+    false,
+  );
   expect('reader: subscribe acp.v1.decisions.>', await trySub(reader, 'acp.v1.decisions.>'), true);
   expect('reader: subscribe _INBOX.>', await trySub(reader, '_INBOX.>'), false);
   expect('reader: request acp.v1.propose', await tryReq(reader, 'acp.v1.propose'), false);
   expect('reader: publish acp.v1.decisions.risk', await tryPub(reader, 'acp.v1.decisions.risk'), false);
   expect(
-    'reader: publish $JS.API.CONSUMER.DELETE.ACP_DECISIONS.downstream',
-    await tryPub(reader, '$JS.API.CONSUMER.DELETE.ACP_DECISIONS.downstream'),
+    'reader: publish $JS.API.CONSUMER.DELETE.ACP_DECISIONS.feed-reader',
+    await tryPub(reader, '$JS.API.CONSUMER.DELETE.ACP_DECISIONS.feed-reader'),
     false,
   );
 
@@ -226,13 +240,9 @@ async function tryReq(nc, subject) {
   expect('human: request acp.v1.propose', await tryReq(human, 'acp.v1.propose'), false);
   expect('human: subscribe _INBOX.>', await trySub(human, '_INBOX.>'), false);
   expect('human: subscribe _INBOX_agent.>', await trySub(human, '_INBOX_agent.>'), false);
-  try {
-    const c = await human.jetstream().consumers.get('ACP_ESCALATIONS');
-    const m = await c.next({ expires: 2000 });
-    expect('human: ordered consumer on ACP_ESCALATIONS', !!m, true);
-  } catch (e) {
-    expect('human: ordered consumer on ACP_ESCALATIONS (' + e.message + ')', false, true);
-  }
+  await canPull(human, 'human', 'ACP_ESCALATIONS', 'feed-human', '{"e":1}');
+  await createsNothing(human, 'human', 'feed-human');
+  expect('event log untouched by the refused creates', (await jsm.streams.info('CONCLAVE_EVENTS')).state.messages === eventsBefore, true);
 
   try {
     await connect({ servers: url, user: 'agent', pass: 'wrong' });
