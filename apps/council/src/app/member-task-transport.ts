@@ -1,6 +1,13 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { CancelNotice, CouncilError, CouncilTaskRequest, MemberVerdict } from '@conclave/council-protocol';
-import { acpStreamNames, councilSubjects, ensureCouncilTaskStream, publishJsonOnce, QUEUE_GROUPS } from '@conclave/messaging';
+import {
+  acpStreamNames,
+  councilSubjects,
+  ensureCouncilTaskStream,
+  ensureMemberTaskConsumer,
+  publishJsonOnce,
+  QUEUE_GROUPS,
+} from '@conclave/messaging';
 import { AcpError } from '@conclave/acp-protocol';
 import { CommandContext, NATS_CONNECTION, SERVICE_CONFIG } from '@conclave/service-kit';
 import type { CommandRequest } from '@conclave/service-kit';
@@ -16,7 +23,9 @@ export type AnswerHandler = (memberId: string, body: unknown) => Promise<MemberV
  * The member task transport: tasks and cancel notices go to each member's durable queue on
  * JetStream (`<prefix>.v1.tasks.<member_id>`, stream COUNCIL_TASKS), kept until the member
  * acknowledges them, so a member that is briefly offline still receives its task when it comes
- * back. Members answer by request on `<prefix>.v1.answers.<member_id>` (served by every replica in
+ * back. This service makes each member's queue (consumer `member-<id>`, pull, no deliver subject)
+ * before that member's first task: members only bind to it (they may not create consumers, NATS
+ * accounts). Members answer by request on `<prefix>.v1.answers.<member_id>` (served by every replica in
  * the council queue group); the reply is the verdict. Nothing here decides: the run driver does.
  */
 @Injectable()
@@ -25,6 +34,8 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
   private readonly subjects;
   private readonly stream: string;
   private answers: Subscription | undefined;
+  /** Members whose queue this process made or found: one request per member per process. */
+  private readonly queues = new Map<string, Promise<void>>();
 
   constructor(
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
@@ -41,11 +52,27 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
 
   /** Queues a task for its member; `Nats-Msg-Id` = the task id, so a resend after a restart is not queued twice. */
   async publishTask(memberId: string, request: CouncilTaskRequest): Promise<void> {
+    await this.memberQueue(memberId);
     await publishJsonOnce(this.nc.jetstream(), this.subjects.task(memberId), request, request.task_id);
   }
 
   async publishCancel(memberId: string, notice: CancelNotice): Promise<void> {
+    await this.memberQueue(memberId);
     await publishJsonOnce(this.nc.jetstream(), this.subjects.task(memberId), notice, `${notice.task_id}:cancel`);
+  }
+
+  /** Makes the member's queue once per process; a failure is forgotten, so the next task tries again. */
+  private memberQueue(memberId: string): Promise<void> {
+    let made = this.queues.get(memberId);
+    if (!made) {
+      made = this.nc
+        .jetstreamManager()
+        .then((jsm) => ensureMemberTaskConsumer(jsm, this.stream, this.config.councilPrefix, memberId))
+        .then(() => undefined);
+      made.catch(() => this.queues.delete(memberId));
+      this.queues.set(memberId, made);
+    }
+    return made;
   }
 
   /** Serves `<prefix>.v1.answers.*`: the member id is the subject's last token. */

@@ -71,7 +71,12 @@ export function memberTaskConsumerConfig(prefix: string, memberId: string): Part
   };
 }
 
-/** Creates the member's consumer if it is missing: idempotent, every start. */
+/**
+ * Creates the member's consumer if it is missing (idempotent; two callers at once both succeed).
+ * Only the council service calls it, before a member's first task: members bind to their queue and
+ * may not create consumers, since a create request can name a deliver subject that the server
+ * then publishes to past the member's own permissions (deploy/nats/nats-accounts.conf).
+ */
 export async function ensureMemberTaskConsumer(jsm: JetStreamManager, stream: string, prefix: string, memberId: string): Promise<string> {
   const name = memberTaskConsumerName(memberId);
   try {
@@ -81,7 +86,7 @@ export async function ensureMemberTaskConsumer(jsm: JetStreamManager, stream: st
     try {
       await jsm.consumers.add(stream, memberTaskConsumerConfig(prefix, memberId));
     } catch (e) {
-      // Two sessions of one member starting together: the other one created it.
+      // Two council replicas issuing a member's first task together: the other one created it.
       if (!/already (exists|in use)/i.test((e as Error).message)) throw e;
     }
   }

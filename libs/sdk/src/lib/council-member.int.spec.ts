@@ -1,5 +1,5 @@
 import { MemberAnswerMessage, MemberVerdict } from '@conclave/council-protocol';
-import { councilSubjects, ensureCouncilTaskStream } from '@conclave/messaging';
+import { councilSubjects, ensureCouncilTaskStream, ensureMemberTaskConsumer, isNotFound } from '@conclave/messaging';
 import { connect, JetStreamManager, NatsConnection, Subscription } from 'nats';
 import { CouncilMember, CouncilTask } from './council-member';
 import { candidateFor, ScriptedMember, scriptedGoalContract } from './scripted-members';
@@ -28,7 +28,11 @@ describe('CouncilMember over NATS (durable task queue)', () => {
     goal_contract: scriptedGoalContract(),
     inputs: stage === 'proposal' ? { goal_contract: scriptedGoalContract() } : { candidates: [], reviews: [], required_dissent: [] },
   });
-  const queue = (member: string, body: unknown, id: string) => nc.jetstream().publish(subjects.task(member), enc(body), { msgID: id });
+  /** Queues as the council service does: the member's queue is made before its first task. */
+  const queue = async (member: string, body: unknown, id: string) => {
+    await ensureMemberTaskConsumer(jsm, stream, prefix, member);
+    return nc.jetstream().publish(subjects.task(member), enc(body), { msgID: id });
+  };
 
   /** Plays the controller's answer subject: records every answer, replies with the next verdict. */
   class Controller {
@@ -173,13 +177,38 @@ describe('CouncilMember over NATS (durable task queue)', () => {
   it('given a task queued while the member is offline, when it starts, then it still answers (the queue is durable)', async () => {
     const controller = new Controller().listen();
     const t = task('proposal', 'm-5');
-    // The member's consumer exists (it was connected once) but nothing consumes it now.
+    // The member's consumer exists (the controller issued it a task before) but nothing consumes it now.
+    await ensureMemberTaskConsumer(jsm, stream, prefix, 'm-5');
     const first = new CouncilMember({ nc, memberId: 'm-5', prefix }).onPropose((x) => candidateFor(x, 'm-5')).start();
     await first.ready;
     await first.stop();
     await queue('m-5', t, t.task_id);
     const m = new CouncilMember({ nc, memberId: 'm-5', prefix }).onPropose((x) => candidateFor(x, 'm-5')).start();
     try {
+      await controller.until(1);
+      expect(controller.answers[0].body).toMatchObject({ task_id: t.task_id, ok: true });
+    } finally {
+      await m.stop();
+      controller.stop();
+    }
+  });
+
+  it('given a member started before its queue exists, when the controller issues its first task, then it binds to the queue the controller made and answers, having created no consumer itself', async () => {
+    const controller = new Controller().listen();
+    const m = new CouncilMember({ nc, memberId: 'm-10', prefix }).onPropose((x) => candidateFor(x, 'm-10')).start();
+    try {
+      // Given: the member waits for a queue nobody has made yet.
+      await new Promise((r) => setTimeout(r, 1_000));
+      const missing = await jsm.consumers.info(stream, 'member-m-10').then(
+        () => false,
+        (err) => isNotFound(err),
+      );
+      expect(missing).toBe(true);
+      // When: the controller makes the queue and issues the task.
+      const t = task('proposal', 'm-10');
+      await queue('m-10', t, t.task_id);
+      // Then: the member binds and answers.
+      await m.ready;
       await controller.until(1);
       expect(controller.answers[0].body).toMatchObject({ task_id: t.task_id, ok: true });
     } finally {

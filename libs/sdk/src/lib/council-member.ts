@@ -17,10 +17,11 @@ import {
   councilSubjects,
   CouncilSubjects,
   DEFAULT_COUNCIL_PREFIX,
-  ensureMemberTaskConsumer,
+  isNotFound,
   MEMBER_TASK_ACK_WAIT_MS,
+  memberTaskConsumerName,
 } from '@conclave/messaging';
-import { ConsumerMessages, ErrorCode, headers, JsMsg, NatsConnection, NatsError } from 'nats';
+import { Consumer, ConsumerMessages, ErrorCode, headers, JsMsg, NatsConnection, NatsError } from 'nats';
 import { withTraceHeaders } from './tracing';
 
 const encoder = new TextEncoder();
@@ -29,6 +30,8 @@ const decoder = new TextDecoder();
 const VERDICT_TIMEOUT_MS = 5_000;
 /** Back-off before an answer nobody received is sent again (the controller restarting). */
 const RESEND_DELAY_MS = 1_000;
+/** How often a member looks again for a queue the council service has not made yet. */
+const QUEUE_POLL_MS = 250;
 
 /** What a member receives on `<prefix>.v1.tasks.<member_id>` (DESIGN.md section 5). */
 export type CouncilTask = CouncilTaskRequest & {
@@ -97,8 +100,9 @@ interface CachedAnswer {
  * ```
  *
  * The wire protocol (any language can speak it; JSON Schemas on `<prefix>.v1.schemas`): tasks
- * wait in the member's durable JetStream queue (`<prefix>.v1.tasks.<member_id>`, consumer
- * `member-<member_id>`) until acknowledged, so a member that is offline for a while gets them when
+ * wait in the member's durable JetStream queue (`<prefix>.v1.tasks.<member_id>`, pull consumer
+ * `member-<member_id>`, made by the council service before the member's first task; the member
+ * binds to it and pulls, and waits while it does not exist yet) until acknowledged, so a member that is offline for a while gets them when
  * it returns; a cancel notice (`{notice: 'cancel', task_id}`) in the same queue says to stop. The
  * member answers by request on `<prefix>.v1.answers.<member_id>` with `{run_id, task_id, ok: true,
  * artifact, usage?}` or `{run_id, task_id, ok: false, error, usage?}`; the reply is the verdict
@@ -188,8 +192,8 @@ export class CouncilMember {
       if (!stream) await new Promise((r) => setTimeout(r, 250));
     }
     if (!stream || this.stopped) return;
-    const durable = await ensureMemberTaskConsumer(jsm, stream, this.subjects.prefix, this.memberId);
-    const consumer = await nc.jetstream().consumers.get(stream, durable);
+    const consumer = await this.bind(stream);
+    if (!consumer) return;
     const messages = await consumer.consume({ max_messages: 64 });
     this.messages = messages;
     if (this.stopped) return void (await messages.close().catch(() => undefined));
@@ -199,6 +203,24 @@ export class CouncilMember {
       this.inFlight.add(work);
       void work.finally(() => this.inFlight.delete(work));
     }
+  }
+
+  /**
+   * The member's queue, made by the council service before its first task: the member never
+   * creates it (NATS accounts refuse members any consumer create), so until then it looks again.
+   */
+  private async bind(stream: string): Promise<Consumer | undefined> {
+    const js = this.options.nc.jetstream();
+    const durable = memberTaskConsumerName(this.memberId);
+    while (!this.stopped) {
+      try {
+        return await js.consumers.get(stream, durable);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      await new Promise((r) => setTimeout(r, QUEUE_POLL_MS));
+    }
+    return undefined;
   }
 
   private async handle(m: JsMsg): Promise<void> {
