@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { Command } from 'commander';
-import { ConclaveClient, ConclaveError } from '@conclave/sdk';
+import { ConclaveClient, ConclaveError, FeedError } from '@conclave/sdk';
 import { runCouncilDemo, runDemo } from './commands/demo.command';
 import { registerCouncilCommands } from './commands/council.command';
 import { formatDecision, OUTCOME_EXIT_CODES } from './format';
@@ -9,6 +9,7 @@ import { registerAuditCommands } from './commands/audit.command';
 import { registerPolicyCommands } from './commands/policies.command';
 import { humanTokenHeaders, registerEscalationCommands } from './commands/escalations.register';
 import { addNatsLoginOptions, natsLogin, NatsLoginError, NatsLoginOptions } from './nats-connection';
+import { FeedUsageError, registerFeedCommands } from './commands/feeds.command';
 
 // The CLI is an edge: it may read the environment for defaults (flags win).
 const program = new Command()
@@ -86,9 +87,10 @@ program
   .command('watch [domain]')
   .description('stream decisions as they are made (domain exact, or a subtree like risk.>)')
   .option('--durable <name>', 'resume where this named reader left off')
-  .action((domain: string | undefined, o: { durable?: string }) =>
+  .option('--bind', 'bind to the --durable feed an operator provisioned (conclave feeds provision); create nothing', false)
+  .action((domain: string | undefined, o: { durable?: string; bind: boolean }) =>
     withClient(async (client, json) => {
-      for await (const d of client.decisions({ domain, durable: o.durable, from: o.durable ? 'all' : 'new' })) {
+      for await (const d of client.decisions({ domain, durable: o.durable, bind: o.bind, from: o.durable ? 'all' : 'new' })) {
         console.log(json ? JSON.stringify(d) : formatDecision(d));
       }
     }),
@@ -101,11 +103,15 @@ registerEscalationCommands(program, withClient);
 registerParticipantCommands(program);
 registerAuditCommands(program);
 registerPolicyCommands(program);
+registerFeedCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
-  if (err instanceof NatsLoginError) {
+  if (err instanceof NatsLoginError || err instanceof FeedUsageError) {
     console.error(`usage: ${err.message}`);
     process.exitCode = err.exitCode;
+  } else if (err instanceof FeedError) {
+    console.error(`error ${err.message}`);
+    process.exitCode = 2;
   } else if (err instanceof ConclaveError) {
     console.error(`error ${err.code}${err.field ? ` (${err.field})` : ''}: ${err.message}`);
     process.exitCode = 2;

@@ -10,6 +10,8 @@ export type {
   EscalationView,
 } from './lib/conclave-client';
 export { ConclaveError, ConclaveUnavailableError } from './lib/conclave-error';
+export { bindFeed, feedConsumerConfig, FeedError, provisionFeed } from './lib/feeds';
+export type { FeedErrorCode, FeedProvision, ProvisionedFeed } from './lib/feeds';
 export { CouncilMember, CouncilClient, CouncilRequestError } from './lib/council-member';
 export type {
   CouncilTask,

@@ -1,9 +1,10 @@
-import { AcpError, parseDecisionEvent, parseProposal } from '@conclave/acp-protocol';
+import { parseDecisionEvent, parseProposal } from '@conclave/acp-protocol';
 import type { DecisionEvent, EscalationMetadata, LineageNode, Proposal, ProposalStatus, Resolution } from '@conclave/acp-protocol';
 import { acpStreamNames, acpSubjects, AcpSubjects, ErrorReply, OkReply } from '@conclave/messaging';
 import { AckPolicy, Authenticator, connect, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import { ulid } from 'ulid';
 import { ConclaveError, ConclaveUnavailableError } from './conclave-error';
+import { bindFeed, readConsumer, readMessage } from './feeds';
 import { withTraceHeaders } from './tracing';
 
 export interface ConclaveClientOptions {
@@ -96,6 +97,13 @@ export interface DecisionsOptions {
   domain?: string;
   /** A durable consumer name: a restarted reader resumes where this name left off. */
   durable?: string;
+  /**
+   * Bind to the `durable` feed an operator provisioned (`conclave feeds provision`) and never
+   * create a consumer: what a NATS accounts user must do (deploy/nats). The feed's own filter,
+   * start and ack wait apply (`domain`, when given, must be its filter; `from`, `since`, `ackWaitMs`
+   * are ignored). A missing feed is a FeedError FEED_NOT_PROVISIONED.
+   */
+  bind?: boolean;
   /** Where a new consumer starts: every decision kept (`all`, default) or only new ones. */
   from?: 'all' | 'new';
   /** Start at decisions stored at or after this time (overrides `from`). */
@@ -276,6 +284,11 @@ export class ConclaveClient {
   }
 
   private async *follow<T>(stream: string, filter: string, options: DecisionsOptions, parse: (input: unknown) => T): AsyncGenerator<T> {
+    if (options.bind) {
+      if (!options.durable) throw new TypeError('bind needs the durable name of the provisioned feed');
+      const feed = await bindFeed(this.nc, stream, options.durable, options.domain ? filter : undefined);
+      return yield* readConsumer(feed, parse, options.signal);
+    }
     const js: JetStreamClient = this.nc.jetstream();
     const jsm: JetStreamManager = await this.nc.jetstreamManager();
     const config = {
@@ -361,21 +374,5 @@ export class ConclaveClient {
       if (!reply.ok) throw new ConclaveError(reply.error);
       return reply;
     });
-  }
-}
-
-/** A stream message as the wire object `parse` checks; anything else is a ConclaveError with the code. */
-function readMessage<T>(data: Uint8Array, parse: (input: unknown) => T): T {
-  let body: unknown;
-  try {
-    body = JSON.parse(decoder.decode(data));
-  } catch {
-    throw new ConclaveError({ code: 'INVALID_JSON', message: 'a stream message is not JSON' });
-  }
-  try {
-    return parse(body);
-  } catch (err) {
-    if (err instanceof AcpError) throw new ConclaveError(err.toJSON());
-    throw err;
   }
 }
