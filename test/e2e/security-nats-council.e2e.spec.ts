@@ -20,7 +20,6 @@ import { ACCOUNT_PASSWORDS, AccountsDeployment, accountsTemplate, agentEntryFor 
 
 const TASKS = acpStreamNames().councilTasks;
 const encode = (x: unknown) => new TextEncoder().encode(typeof x === 'string' ? x : JSON.stringify(x));
-const decode = <T>(b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as T;
 
 /** deploy/nats/nats-accounts.conf with its per-agent entry copied for each name, as its comment says. */
 function accountsWithAgents(names: string[]): string {
@@ -37,7 +36,8 @@ function panelOfTwo(): MemberDescriptor[] {
 /**
  * Council members under NATS accounts (deploy/nats/nats-accounts.conf on a private nats-server,
  * the council service as the services' user, authentication required): each member works its own
- * durable task queue (consumer `member-<id>` on COUNCIL_TASKS) and answers on its own subject with
+ * durable task queue (consumer `member-<id>` on COUNCIL_TASKS, made by the council service before
+ * the member's first task; members create no consumer) and answers on its own subject with
  * the rights of its own entry, and the server refuses mallory, another agent, every way into
  * alice's queue and alice's answer subject.
  */
@@ -81,7 +81,7 @@ describe('security: council members under NATS accounts', () => {
     await deployment.stop();
   });
 
-  it("given a run whose two members each connect as their own NATS user, when mallory (another agent) tries alice's consumer, her tasks, an unfiltered consumer and her answer subject, then the server refuses each, nothing reaches the run, and the run decides on the members' signed answers", async () => {
+  it("given a run whose two members each connect as their own NATS user (started before their queues exist; the council service makes them), when mallory (another agent) tries alice's consumer, her tasks, an unfiltered consumer and her answer subject, then the server refuses each, nothing reaches the run, and the run decides on the members' signed answers", async () => {
     // Given: alice and bob working the run through CouncilMember, each with its own user and key;
     // alice holds her review until the attacks are over, so her queue is busy while attacked.
     let release!: () => void;
@@ -127,29 +127,26 @@ describe('security: council members under NATS accounts', () => {
     );
     await refusedByServer(mallory.jetstream().consumers.get(TASKS));
     await refusedByServer(mallory.request(`$JS.API.STREAM.MSG.GET.${TASKS}`, encode({ seq: 1 }), { timeout: 5_000 }));
-    // Her own create subject with a body that reads alice's tasks: the server holds the body to the subject.
-    const lying = decode<{ error?: { err_code: number } }>(
-      (
-        await mallory.request(
-          `$JS.API.CONSUMER.CREATE.${TASKS}.member-mallory.council.v1.tasks.mallory`,
-          encode({
-            stream_name: TASKS,
-            config: { ...memberTaskConsumerConfig('council', 'mallory'), filter_subject: 'council.v1.tasks.alice' },
-          }),
-          { timeout: 5_000 },
-        )
-      ).data,
+    // Her own queue's create subject, with a body that reads alice's tasks: no create is hers.
+    await refusedByServer(
+      mallory.request(
+        `$JS.API.CONSUMER.CREATE.${TASKS}.member-mallory.council.v1.tasks.mallory`,
+        encode({
+          stream_name: TASKS,
+          config: { ...memberTaskConsumerConfig('council', 'mallory'), filter_subject: 'council.v1.tasks.alice' },
+        }),
+        { timeout: 5_000 },
+      ),
     );
-    expect(lying.error?.err_code).toBe(10131);
     // An answer in alice's name, signed by mallory.
     const forged = encode({ run_id: runId, task_id: alice.tasks[0].task_id, ok: true, artifact: { position: 'mallory was here' } });
     const h = headers();
     for (const [k, v] of Object.entries(await signer('mallory')('council.v1.answers.alice', forged))) h.set(k, v);
     await refusedByServer(mallory.request('council.v1.answers.alice', forged, { timeout: 5_000, headers: h }));
-    // Her own queue is hers to use: the rights are per member, not a lock-out.
-    expect(await ensureMemberTaskConsumer(jsm, TASKS, 'council', 'mallory')).toBe('member-mallory');
-    const own = await (await mallory.jetstream().consumers.get(TASKS, 'member-mallory')).next({ expires: 1_000 });
-    expect(own).toBeNull();
+    // Not even her own queue: only the council service makes a member's queue (a create could
+    // name a deliver subject); she may ask whether it exists, and it does not (she has no task).
+    await refusedByServer(ensureMemberTaskConsumer(jsm, TASKS, 'council', 'mallory'));
+    await expect(jsm.consumers.info(TASKS, 'member-mallory')).rejects.toMatchObject({ api_error: { err_code: 10014 } });
 
     // Then: the run decides on alice's and bob's answers alone.
     release();
@@ -167,8 +164,9 @@ describe('security: council members under NATS accounts', () => {
     expect(record.artifacts.reviews.map((r) => r.reviewer_member_id).sort()).toEqual(expect.arrayContaining(['alice', 'bob']));
     expect(alice.verdicts.every((v) => v.verdict.ok)).toBe(true);
     expect(bob.verdicts.every((v) => v.verdict.ok)).toBe(true);
-    // No consumer on the task queues but the members' own.
-    const consumers = (await (await deployment.admin.nc.jetstreamManager()).consumers.list(TASKS).next()).map((c) => c.name).sort();
-    expect(consumers).toEqual(['member-alice', 'member-bob', 'member-mallory']);
+    // No consumer on the task queues but the members' own, made by the council service: pull, no deliver subject.
+    const consumers = await (await deployment.admin.nc.jetstreamManager()).consumers.list(TASKS).next();
+    expect(consumers.map((c) => c.name).sort()).toEqual(['member-alice', 'member-bob']);
+    expect(consumers.map((c) => c.config.deliver_subject)).toEqual([undefined, undefined]);
   }, 120_000);
 });

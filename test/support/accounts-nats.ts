@@ -12,6 +12,8 @@ import { CouncilConfig } from '../../apps/council/src/app/council.config';
 import { startCouncil } from '../../apps/council/src/app/council.app';
 import { AuditConfig } from '../../apps/audit/src/app/audit.config';
 import { startAudit } from '../../apps/audit/src/app/audit.app';
+import { ResolverConfig } from '../../apps/resolver/src/app/resolver.config';
+import { startResolver } from '../../apps/resolver/src/app/resolver.app';
 import { eventually } from './conclave-harness';
 import { freePort } from './processes';
 
@@ -51,13 +53,13 @@ export function accountsTemplate(): { conf: string; agentEntry: string } {
   throw new Error('the per-agent entry of nats-accounts.conf does not close');
 }
 
-/** The per-agent entry copied for `name`, replacing `agent` in its nine places, as its comment says. */
+/** The per-agent entry copied for `name`, replacing `agent` in its thirteen places, as its comment says. */
 export function agentEntryFor(entry: string, name: string): string {
   return entry
     .replace('user: agent,', `user: ${name},`)
     .replace('$CONCLAVE_AGENT_PASSWORD', `$CONCLAVE_${name.toUpperCase()}_PASSWORD`)
+    .replaceAll('feed-agent', `feed-${name}`)
     .replaceAll('member-agent', `member-${name}`)
-    .replace('.council.v1.tasks.agent"', `.council.v1.tasks.${name}"`)
     .replace('"council.v1.answers.agent"', `"council.v1.answers.${name}"`)
     .replace('"_INBOX_agent.>"', `"_INBOX_${name}.>"`);
 }
@@ -116,11 +118,13 @@ export class AccountsDeployment {
    * Starts another service in this process, as deployed: the services' user, default subjects
    * and stream names (those nats-accounts.conf assumes), authentication required.
    */
-  async startService(name: 'council' | 'audit', env: Record<string, string> = {}): Promise<INestApplication> {
+  async startService(name: 'council' | 'audit' | 'resolver', env: Record<string, string> = {}): Promise<INestApplication> {
     const app =
       name === 'council'
         ? await startCouncil(loadConfig(CouncilConfig, this.serviceEnv(env)))
-        : await startAudit(loadConfig(AuditConfig, this.serviceEnv(env)));
+        : name === 'resolver'
+          ? await startResolver(loadConfig(ResolverConfig, this.serviceEnv(env)))
+          : await startAudit(loadConfig(AuditConfig, this.serviceEnv(env)));
     this.services.push(app);
     return app;
   }
