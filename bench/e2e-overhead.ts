@@ -13,7 +13,7 @@
 import 'reflect-metadata';
 import { startTracing, stopTracing } from '@conclave/service-kit';
 import { tracing } from '@opentelemetry/sdk-node';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -108,6 +108,7 @@ async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<Overhe
     const cpu = process.cpuUsage(cpu0);
     if (profiler && PROFILE_DIR) {
       const { profile } = await profiler.post('Profiler.stop');
+      mkdirSync(PROFILE_DIR, { recursive: true });
       writeFileSync(join(PROFILE_DIR, `${n}-${arm}.cpuprofile`), JSON.stringify(profile));
       const s = shares(profile as Parameters<typeof shares>[0]);
       console.log(`round ${n} ${arm} profile: tracing ${fmt(s.tracing)}%, metrics ${fmt(s.metrics)}%, GC ${fmt(s.gc)}% of busy CPU`);

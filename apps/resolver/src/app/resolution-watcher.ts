@@ -81,6 +81,8 @@ export class ResolutionWatcher implements OnApplicationBootstrap, OnApplicationS
     this.reactor = reactors.create<ProposalEvent>({
       name: 'resolver',
       categories: [PROPOSAL_STREAM_CATEGORY],
+      // What it schedules (an expiry, a resolution) continues the trace of the event behind it.
+      inTrace: true,
       apply: (e) => this.apply(e),
       caughtUp: () => this.caughtUp(),
       snapshot: {

@@ -62,6 +62,8 @@ export class ExpirySweeper implements OnApplicationBootstrap, OnApplicationShutd
     this.reactor = reactors.create<ProposalEvent>({
       name: 'sweeper',
       categories: [PROPOSAL_STREAM_CATEGORY],
+      // What it schedules (an expiry, a resolution) continues the trace of the event behind it.
+      inTrace: true,
       apply: (e) => this.apply(e),
       caughtUp: () => this.timers.start(),
       snapshot: {

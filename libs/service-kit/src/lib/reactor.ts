@@ -33,6 +33,13 @@ export interface ReactorDefinition<E extends LogEvent> {
   readonly categories: CategoryFilter;
   /** Folds one event, in log order, once. A throw is a bug or a corrupt record: fatal. */
   apply(event: StoredEvent<E>): void | Promise<void>;
+  /**
+   * Apply in the trace of the append that recorded the event (when tracing is on): for a reactor
+   * whose apply starts work that belongs to that trace (a timer, an append). A read model leaves
+   * it off: entering a trace context for every event in every reactor was the largest part of
+   * what tracing cost.
+   */
+  readonly inTrace?: boolean;
   /** After every catch-up (at start and after a resumed subscription): act on what is due. */
   caughtUp?(): void | Promise<void>;
   /**
@@ -176,7 +183,10 @@ export class Reactor<E extends LogEvent> {
     const sub = this.log.subscribe(this.definition.categories, this.position, async (e) => {
       // Lines logged while applying name the reactor, the proposal and the command behind the event.
       // With tracing on, in the trace of the append that recorded the event: what the reactor does about it joins that trace.
-      const apply = tracingOn() ? () => inEventTrace(e.metadata, () => this.definition.apply(e)) : () => this.definition.apply(e);
+      const apply =
+        this.definition.inTrace && tracingOn()
+          ? () => inEventTrace(e.metadata, () => this.definition.apply(e))
+          : () => this.definition.apply(e);
       await inLogContext({ reactor: this.definition.name, ...eventIds(e) }, apply);
       this.position = e.position;
       this.handled++;
