@@ -3,7 +3,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, NatsConnection } from 'nats';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
-import { ConclaveClient, ConclaveError, ed25519Signer, generateParticipantKeys, ParticipantKeyPair } from '@conclave/sdk';
+import { ConclaveClient, ConclaveError, ed25519Signer, generateParticipantKeys, ParticipantKeyPair, provisionFeed } from '@conclave/sdk';
 import { DecisionCollector } from '../support/decisions';
 import { ComposeStack, detectEngine, Engine, ROOT, run } from './compose-stack';
 
@@ -102,8 +102,10 @@ describeWithEngine(title, () => {
     const admins = await natsAs('conclave-services', passwords.CONCLAVE_SERVICES_PASSWORD);
     agentNc = await natsAs('agent', passwords.CONCLAVE_AGENT_PASSWORD);
     humanNc = await natsAs('human', passwords.CONCLAVE_HUMAN_PASSWORD);
+    // Under the accounts config a reader creates no consumer: the operator provisions its feed.
+    await provisionFeed(await admins.jetstreamManager(), { stream: 'ACP_DECISIONS', durable: 'feed-reader' });
     const reader = await ConclaveClient.connect({ nc: await natsAs('reader', passwords.CONCLAVE_READER_PASSWORD) });
-    decisions = new DecisionCollector(reader);
+    decisions = new DecisionCollector(reader, { durable: 'feed-reader', bind: true });
 
     // The registry, as an administrator would set it up (the services' NATS user is the only one
     // the accounts config lets publish registry commands).

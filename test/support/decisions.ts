@@ -11,7 +11,7 @@ export class DecisionCollector {
   private readonly iterator: AsyncGenerator<DecisionEvent>;
   private readonly loop: Promise<void>;
 
-  constructor(client: ConclaveClient, options: { domain?: string; durable?: string } = {}) {
+  constructor(client: ConclaveClient, options: { domain?: string; durable?: string; bind?: boolean } = {}) {
     const iterator = client.decisions({ ...options, from: 'all' });
     this.iterator = iterator;
     this.loop = (async () => {
