@@ -5,7 +5,7 @@ export { DEFAULT_MAX_REPLY_BYTES, PlainJsonNatsServer, PlainNatsContext } from '
 export type { PlainJsonNatsServerOptions } from './lib/plain-json-nats.server';
 export { PassThroughRpcExceptionFilter } from './lib/rpc-exception.filter';
 export { checkTextLengths, jsonBytes, REPLY_ENVELOPE_BYTES, takeWithinBytes, TEXT_LIMITS } from './lib/reply-budget';
-export { inboxOf } from './lib/inbox';
+export { inboxOf, isReplyInbox } from './lib/inbox';
 export {
   councilTaskStreamConfig,
   ensureCouncilTaskStream,

@@ -7,6 +7,7 @@ import {
   ensureMemberTaskConsumer,
   publishJsonOnce,
   QUEUE_GROUPS,
+  isReplyInbox,
 } from '@conclave/messaging';
 import { AcpError } from '@conclave/acp-protocol';
 import { CommandContext, NATS_CONNECTION, SERVICE_CONFIG } from '@conclave/service-kit';
@@ -115,6 +116,7 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
         verdict = { ok: false, retry: true, error: { code: 'INTERNAL', message: 'the answer could not be recorded; send it again' } };
       }
     }
-    if (msg.reply && !this.nc.isClosed()) msg.respond(encoder.encode(JSON.stringify(verdict)));
+    // Only into an inbox: the reply subject is the sender's choice (see isReplyInbox).
+    if (isReplyInbox(msg.reply) && !this.nc.isClosed()) msg.respond(encoder.encode(JSON.stringify(verdict)));
   }
 }

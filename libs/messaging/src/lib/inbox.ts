@@ -8,3 +8,13 @@ export function inboxOf(nc: NatsConnection): string {
   const prefix = (nc as unknown as { options?: { inboxPrefix?: string } }).options?.inboxPrefix;
   return createInbox(prefix || undefined);
 }
+
+/**
+ * Whether a request's reply subject is an inbox (`_INBOX.…`, or a user's `_INBOX_<user>.…`). The
+ * reply subject is the requester's choice and NATS checks no permission on it: whoever answers
+ * publishes there with its own rights. A service answers only into an inbox, so that a request
+ * cannot make it write into a stream, a KV bucket or another service's subjects.
+ */
+export function isReplyInbox(subject: string | undefined): subject is string {
+  return typeof subject === 'string' && subject.startsWith('_INBOX');
+}

@@ -66,6 +66,21 @@ describe('PlainJsonNatsServer (DESIGN section 5: plain JSON bodies, no framework
     expect(reply).toEqual({ ok: true, body: { hello: 'world' }, subject: `${prefix}.v1.echo`, bytes: 17 });
   });
 
+  it('given a request whose reply subject is not an inbox (aimed at a stream or a KV bucket), when served, then it is handled but nothing is published there', async () => {
+    const target = `${prefix}.evt.proposal.injected`;
+    const captured = nc.subscribe(target, { max: 1 });
+    let got = 0;
+    void (async () => {
+      for await (const _ of captured) got++;
+    })();
+    nc.publish(`${prefix}.v1.echo`, new TextEncoder().encode('{"x":1}'), { reply: target });
+    // An inbox request sent after it is answered, so the first one has been served by then.
+    expect(await requestJson(nc, `${prefix}.v1.echo`, { y: 2 })).toMatchObject({ ok: true });
+    await nc.flush();
+    expect(got).toBe(0);
+    captured.unsubscribe();
+  });
+
   it('given a body that is not JSON, then INVALID_JSON', async () => {
     const msg = await nc.request(`${prefix}.v1.echo`, new TextEncoder().encode('{nope'), { timeout: 5000 });
     expect(JSON.parse(new TextDecoder().decode(msg.data))).toMatchObject({ ok: false, error: { code: 'INVALID_JSON' } });

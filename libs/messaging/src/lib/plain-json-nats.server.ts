@@ -4,6 +4,7 @@ import { AcpError } from '@conclave/acp-protocol';
 import { MsgHdrs, NatsConnection, Msg, Subscription } from 'nats';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { errorReply } from './reply';
+import { isReplyInbox } from './inbox';
 
 /**
  * What a handler receives besides the parsed body: the subject, the headers and the exact
@@ -144,6 +145,11 @@ export class PlainJsonNatsServer extends Server implements CustomTransportStrate
 
   /** The reply, or PAYLOAD_TOO_LARGE when it would not fit the connection's max_payload. */
   private respond(msg: Msg, reply: unknown): void {
+    if (!isReplyInbox(msg.reply)) {
+      // Applied, not answered: see isReplyInbox.
+      this.logger.warn(`not replying on ${msg.subject}: the reply subject is not an inbox`);
+      return;
+    }
     let bytes: Uint8Array;
     try {
       bytes = this.encoder.encode(JSON.stringify(reply));
