@@ -34,7 +34,7 @@ export function addNatsLoginOptions(program: Command, env: NodeJS.ProcessEnv): C
     .option('--nats-creds <file>', "NATS credentials file (operator mode: the user's JWT and NKEY seed)", env['NATS_CREDS'])
     .option(
       '--inbox-prefix <prefix>',
-      'where replies arrive; default _INBOX_<user> when a user or creds file is given (deploy/nats: each user may subscribe only below its own prefix)',
+      'where replies arrive, starting with _INBOX (the services answer only into an inbox); default _INBOX_<user> when a user or creds file is given (deploy/nats: each user may subscribe only below its own prefix)',
       env['NATS_INBOX_PREFIX'],
     );
 }
