@@ -69,7 +69,8 @@ if ! have_image "$DEBIAN_IMAGE" && ! try_pull "$DEBIAN_IMAGE"; then
     log "no $DEBIAN_IMAGE from a registry: building a Debian bookworm root filesystem with mmdebstrap"
     command -v mmdebstrap >/dev/null || bash "$ROOT/deploy/images/ensure-podman.sh" mmdebstrap
     mirror=${DEBIAN_MIRROR:-$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)}
-    mmdebstrap --variant=minbase \
+    # The format by name: the .partial suffix would make mmdebstrap choose a directory.
+    mmdebstrap --variant=minbase --format=tar \
       --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
       --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
       --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
