@@ -143,7 +143,7 @@ describe('tracing: one trace from the SDK call to the decision publish', () => {
     await stopTracing();
   });
 
-  it('given a proposal needing one endorsement, when an agent endorses it inside its own span, the decision message continues that trace', async () => {
+  it("given a proposal needing one endorsement, when an agent endorses it inside its own span, the decision message continues that trace, and so does a reader's receipt of it", async () => {
     const p = await h.client.propose({
       domain: 'ops.tracing',
       author: 'agent-ops',
@@ -203,5 +203,18 @@ describe('tracing: one trace from the SDK call to the decision publish', () => {
     const stored = await log.read(`proposal-${p.proposal_id}`);
     const endorsed = stored.events.find((e) => e.event.type === 'ResponseRecorded');
     expect(endorsed?.metadata?.['traceparent']).toMatch(new RegExp(`^00-${agentTraceId}-[0-9a-f]{16}-01$`));
+
+    // A consumer's receipt: a CONSUMER span continuing the publish, lasting while the loop body runs.
+    const reader = h.client.decisions({ domain: 'ops.tracing', from: 'all' });
+    for await (const d of reader) {
+      if (d.proposal_id === p.proposal_id) break;
+    }
+    const received = await eventually(
+      async () => exporter.getFinishedSpans().find((s) => s.kind === SpanKind.CONSUMER && s.parentSpanContext?.spanId === publishSpanId),
+      5_000,
+      'the receive span',
+    );
+    expect(received.name).toBe(`receive ${h.prefix}.v1.decisions.ops.tracing`);
+    expect(received.spanContext().traceId).toBe(agentTraceId);
   });
 });

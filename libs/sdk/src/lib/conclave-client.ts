@@ -4,7 +4,7 @@ import { acpStreamNames, acpSubjects, AcpSubjects, ErrorReply, OkReply } from '@
 import { AckPolicy, Authenticator, connect, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import { ulid } from 'ulid';
 import { ConclaveError, ConclaveUnavailableError } from './conclave-error';
-import { bindFeed, readConsumer, readMessage } from './feeds';
+import { bindFeed, readConsumer } from './feeds';
 import { withTraceHeaders } from './tracing';
 
 export interface ConclaveClientOptions {
@@ -304,24 +304,9 @@ export class ConclaveClient {
       ? await jsm.consumers.info(stream, options.durable).catch(() => jsm.consumers.add(stream, config))
       : await jsm.consumers.add(stream, config);
     const consumer = await js.consumers.get(stream, info.name);
-    const messages = await consumer.consume({ max_messages: 256 });
-    // stop(), not close(): on nats-server 2.9, close() after the loop ended waits forever.
-    const stop = () => messages.stop();
-    if (options.signal?.aborted) stop();
-    options.signal?.addEventListener('abort', stop, { once: true });
-    // A loop body slower than the ack wait makes the server deliver again what this reader still
-    // holds; those copies come after later events and are dropped (the original's ack settles them).
-    let lastSeq = 0;
     try {
-      for await (const m of messages) {
-        if (m.seq <= lastSeq) continue;
-        lastSeq = m.seq;
-        yield readMessage(m.data, parse);
-        m.ack();
-      }
+      yield* readConsumer(consumer, parse, options.signal);
     } finally {
-      options.signal?.removeEventListener('abort', stop);
-      stop();
       if (!options.durable) await jsm.consumers.delete(stream, info.name).catch(() => undefined);
     }
   }

@@ -2,6 +2,7 @@ import { AcpError } from '@conclave/acp-protocol';
 import { isNotFound } from '@conclave/messaging';
 import { AckPolicy, Consumer, ConsumerConfig, ConsumerInfo, DeliverPolicy, JetStreamManager, NatsConnection } from 'nats';
 import { ConclaveError } from './conclave-error';
+import { receiveSpan } from './tracing';
 
 /**
  * Feeds: durable pull consumers that an operator (or a service) makes for a client that may not
@@ -129,7 +130,15 @@ export async function* readConsumer<T>(consumer: Consumer, parse: (input: unknow
     for await (const m of messages) {
       if (m.seq <= lastSeq) continue;
       lastSeq = m.seq;
-      yield readMessage(m.data, parse);
+      // The reader's loop body runs while the generator is suspended at the yield: the span in
+      // the message's trace lasts until the body asks for the next one. (The body runs in its
+      // caller's context, not the span's: a generator cannot lend it one.)
+      const received = receiveSpan(m.subject, m.headers);
+      try {
+        yield readMessage(m.data, parse);
+      } finally {
+        received?.end();
+      }
       m.ack();
     }
   } finally {

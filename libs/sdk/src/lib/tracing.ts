@@ -1,4 +1,4 @@
-import { SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type TextMapGetter } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
 import { headers, type MsgHdrs } from 'nats';
 
@@ -43,4 +43,29 @@ function traceparentOf(span: Span): string {
   const traceId = randomUUID().replace(/-/g, '');
   const spanId = randomUUID().replace(/-/g, '').slice(16);
   return `00-${traceId}-${spanId}-01`;
+}
+
+const headerGetter: TextMapGetter<MsgHdrs | undefined> = {
+  keys: (h) => (h ? [...h.keys()] : []),
+  get: (h, key) => h?.get(key) || undefined,
+};
+
+/**
+ * A CONSUMER span for one stream message a reader received, continuing the trace its
+ * `traceparent` header carries (the outbox's publish); the caller ends it when the message is
+ * handled. Recorded only where the application registered an OpenTelemetry SDK; a message without
+ * the header starts no trace.
+ */
+export function receiveSpan(subject: string, h: MsgHdrs | undefined): Span | undefined {
+  if (!h?.get('traceparent')) return undefined;
+  const parent = propagation.extract(ROOT_CONTEXT, h, headerGetter);
+  if (!trace.getSpanContext(parent)) return undefined;
+  return tracer().startSpan(
+    `receive ${subject}`,
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: { 'messaging.system': 'nats', 'messaging.operation.type': 'receive', 'messaging.destination.name': subject },
+    },
+    parent,
+  );
 }
