@@ -43,3 +43,5 @@ export * from './lib/evaluation/concentration';
 export * from './lib/evaluation/calibration';
 // The bridge from a Council decision to ACP entries (an extension).
 export * from './lib/acp-bridge';
+// What the council service does about ACP: start runs, post decisions back, take value choices.
+export * from './lib/acp-reactions';

@@ -31,6 +31,10 @@ export const COUNCIL_EVENT_TYPES = {
   ChairDecisionRecorded: 'ChairDecisionRecorded',
   RunTerminated: 'RunTerminated',
   OutcomeRecorded: 'OutcomeRecorded',
+  /** The bridge (an extension): the run's DecisionRecord was posted to ACP, on whose request, under which ids. */
+  DecisionBridged: 'DecisionBridged',
+  /** The decision owner's value choice (8.5: value conflicts return to the human owner). */
+  ValueChoiceResolved: 'ValueChoiceResolved',
 } as const;
 
 export type CouncilEventType = (typeof COUNCIL_EVENT_TYPES)[keyof typeof COUNCIL_EVENT_TYPES];
@@ -48,6 +52,10 @@ export const COUNCIL_COMMAND_TYPES = {
   RecordOutcome: 'RecordOutcome',
   /** council:L5: a structured outcome (15.4) by the decision owner or an evaluator. */
   RecordStructuredOutcome: 'RecordStructuredOutcome',
+  /** The bridge: record that the run's decision was posted to ACP (after ACP accepted the entries). */
+  RecordDecisionBridge: 'RecordDecisionBridge',
+  /** The owner's answer to a `needs-human-value-choice` run, from the ACP escalation it resolved. */
+  ResolveValueChoice: 'ResolveValueChoice',
 } as const;
 
 export type CouncilCommandType = (typeof COUNCIL_COMMAND_TYPES)[keyof typeof COUNCIL_COMMAND_TYPES];

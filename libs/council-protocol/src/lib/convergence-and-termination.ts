@@ -265,10 +265,18 @@ export function decisionCheckpoint(run: RunData): Checkpoint | undefined {
  * open reports the best checkpoint, not a clean decision.
  */
 export function deriveTerminalState(run: RunData): TerminalState {
-  const record = run.decision?.decision_record;
   if (unresolvedValueConflicts(latestConflictMap(run)).length > 0) return 'needs-human-value-choice';
   // The policy leaves the choice to the owner once the conflict map is known (15.2).
   if (run.policy.aggregation?.method === 'human-decides-after-conflict-map') return 'needs-human-value-choice';
+  return terminalStateWithoutValueChoice(run);
+}
+
+/**
+ * The terminal state once no value choice is open (17.4): after the owner's choice adopted the
+ * DecisionRecord, the run is decided like any other, with its dissent and its round budget.
+ */
+export function terminalStateWithoutValueChoice(run: RunData): TerminalState {
+  const record = run.decision?.decision_record;
   if (!record || record.selected_path === NO_DECISION) return 'abstained-insufficient-evidence';
   const last = run.rounds[run.rounds.length - 1];
   if (last?.stop_reason === 'max-rounds' && last.open_issue_ids.length > 0) return 'budget-exhausted-best-checkpoint';

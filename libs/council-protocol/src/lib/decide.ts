@@ -1,25 +1,26 @@
+import { bridgeEscalates, parseAcpOrigin, valueChoiceOwners } from './acp-bridge';
 import { parseCandidateArtifact } from './candidate-artifact';
 import { checkDecisionGrounding, checkDissentRetained, withDegradedFacts } from './chair-and-synthesis';
-import { parseConflictMap } from './conflict-map';
+import { parseConflictMap, unresolvedValueConflicts } from './conflict-map';
 import { COUNCIL_COMMAND_TYPES as C, COUNCIL_EVENT_SCHEMA_VERSION, COUNCIL_EVENT_TYPES as E, levelNumber } from './contracts';
 import type { ChairSelection } from './evaluation/chair-selection';
-import { bestCheckpoint } from './convergence-and-termination';
+import { bestCheckpoint, terminalStateWithoutValueChoice } from './convergence-and-termination';
 import { DecisionRecord, NO_DECISION, SYNTHESIS, parseDecisionRecord } from './decision-record';
 import { parseStructuredOutcome } from './evaluation/outcomes';
 import { CouncilError, CouncilErrorBody } from './errors';
-import { CouncilEvent, CouncilEventEnvelope, Usage } from './events';
+import { CouncilEvent, CouncilEventEnvelope, DecisionBridged, Usage, ValueChoiceResolved } from './events';
 import { artifactsRemainComparable, budgetChanged } from './frame-challenge';
 import { parseFrameCheck } from './frame-check';
-import { parseGoalContract } from './goal-contract';
+import { parseGoalContract, runDomain } from './goal-contract';
 import { diversityProfile, holdsRole, memberRoles, parsePanel } from './member-descriptor';
 import { parseCouncilPolicy } from './policy';
 import { resolveArtifactRef, reviewTargetsFor } from './review-and-anonymity';
 import { ReviewArtifact, parseReviewArtifact } from './review-artifact';
 import { parseRevisionArtifact } from './revision-artifact';
-import { authorOf } from './run-queries';
+import { authorOf, latestConflictMap } from './run-queries';
 import { ActiveRun, CouncilRunState, RunData, StartedRun, TaskRecord } from './state';
 import { checkRevisionAnswersSelectedIssues } from './targeted-revision';
-import { fail, instantMs, isRecord, join, num, record, str, strings } from './validation';
+import { clone, fail, instantMs, isRecord, join, num, record, str, strings } from './validation';
 
 const BLIND_CANDIDATE_REF = /^anon-[A-Z]+-v\d+$/;
 
@@ -37,6 +38,11 @@ export type StartRun = {
    * chair_order replaces the default, and the selection is recorded so replay needs no history.
    */
   chair_selection?: ChairSelection;
+  /**
+   * The ACP proposal that asked for this deliberation (checked by parseAcpOrigin): its author
+   * must be the actor, and the run decides in its domain.
+   */
+  acp_origin?: unknown;
   actor: string;
   now: string;
   event_id?: string;
@@ -98,6 +104,32 @@ export type RecordStructuredOutcome = {
   event_id?: string;
 };
 
+/**
+ * The bridge posted the run's decision to ACP: record who asked, on what authority, under which
+ * ids. Decided after ACP accepted the entries and before an escalation is asked.
+ */
+export type RecordDecisionBridge = {
+  type: typeof C.RecordDecisionBridge;
+  bridge: DecisionBridged['data'];
+  now: string;
+  event_id?: string;
+};
+/**
+ * The human's answer to a `needs-human-value-choice` run (8.5), read from the resolution of the
+ * ACP escalation of its bridged proposal. `acp_event_id` is that resolution's event: the command
+ * is derived from it, so a replayed or redelivered resolution is the same command.
+ */
+export type ResolveValueChoice = {
+  type: typeof C.ResolveValueChoice;
+  outcome: unknown;
+  chosen_by: string;
+  note: unknown;
+  acp_proposal_id: string;
+  acp_event_id: string;
+  now: string;
+  event_id?: string;
+};
+
 export type CouncilCommand =
   | StartRun
   | SubmitTaskResult
@@ -108,7 +140,9 @@ export type CouncilCommand =
   | DeclineFrameChallenge
   | InterruptRun
   | RecordOutcome
-  | RecordStructuredOutcome;
+  | RecordStructuredOutcome
+  | RecordDecisionBridge
+  | ResolveValueChoice;
 
 function envelope<T extends CouncilEvent['type'], D>(
   runId: string,
@@ -174,6 +208,10 @@ export function decide(command: CouncilCommand, state: CouncilRunState): Council
       return decideRecordOutcome(command, state);
     case C.RecordStructuredOutcome:
       return decideRecordStructuredOutcome(command, state);
+    case C.RecordDecisionBridge:
+      return decideRecordDecisionBridge(command, state);
+    case C.ResolveValueChoice:
+      return decideResolveValueChoice(command, state);
     default: {
       const _exhaustive: never = command;
       throw new CouncilError('SCHEMA_VIOLATION', `unknown command ${(_exhaustive as { type: string }).type}`, 'type');
@@ -210,6 +248,19 @@ export function decideStartRun(command: StartRun, state: CouncilRunState): Counc
   }
   if (levelNumber(policy.level) >= 4 && goal_contract.domain === undefined)
     fail('goal_contract.domain', `${policy.level} scopes capability by domain: the GoalContract needs one`);
+  const acp_origin = command.acp_origin === undefined ? undefined : parseAcpOrigin(command.acp_origin);
+  if (acp_origin) {
+    // The proposal's author asked, and ACP checked its grant in the proposal's domain: the run
+    // is that author's and decides there, so the bridge never posts where the author could not.
+    if (acp_origin.author !== command.actor)
+      throw new CouncilError('NOT_AUTHORIZED_ROLE', 'a council started from ACP is started by the proposal’s author', 'acp_origin.author');
+    if (runDomain(goal_contract) !== acp_origin.domain)
+      throw new CouncilError(
+        'NOT_AUTHORIZED_ROLE',
+        `a council started from an ACP proposal in ${acp_origin.domain} decides in that domain`,
+        'goal_contract.domain',
+      );
+  }
   const selection = command.chair_selection;
   if (selection !== undefined && policy.chair_order.length > 0)
     fail('policy.chair_order', 'a chair selection policy and an explicit chair_order exclude each other');
@@ -233,6 +284,7 @@ export function decideStartRun(command: StartRun, state: CouncilRunState): Counc
     policy: { ...policy, chair_order: chairs },
     seed: command.seed,
     ...(selection ? { chair_selection: selection } : {}),
+    ...(acp_origin ? { acp_origin } : {}),
   });
   const roles = Object.fromEntries(panel.map((m) => [m.member_id, [...memberRoles(m)]]));
   const assembled = envelope(runId, E.PanelAssembled, `${runId}:panel-assembled`, command.now, policy.controller_id, started.event_id, {
@@ -678,4 +730,76 @@ export function decideRecordStructuredOutcome(command: RecordStructuredOutcome, 
       structured,
     }),
   ];
+}
+
+/**
+ * The bridge (an extension): the run's decision is in ACP. Only an ended run with a DecisionRecord
+ * is posted, on the request of its decision owner (by a signed command, or by the ACP proposal
+ * that started the run); a run is posted once, so a retry of the same post is a no-op.
+ */
+export function decideRecordDecisionBridge(command: RecordDecisionBridge, state: CouncilRunState): CouncilEvent[] {
+  if (state.status === 'empty') throw new CouncilError('RUN_NOT_FOUND', 'no such run');
+  const run: StartedRun = state;
+  const b = command.bridge;
+  const eventId = command.event_id ?? `${run.run_id}:decision-bridged`;
+  if (run.acp_bridge) {
+    if (run.acp_bridge.proposal_id === b.proposal_id && run.acp_bridge.observation_id === b.observation_id) return [];
+    throw new CouncilError('INVALID_STATE', `the decision is already in ACP as ${run.acp_bridge.proposal_id}`, 'run_id');
+  }
+  if (run.applied_event_ids[eventId]) return [];
+  if (run.status !== 'terminated' || !run.decision)
+    throw new CouncilError('INVALID_STATE', 'only an ended run with a DecisionRecord is posted to ACP', 'run_id');
+  if (b.requested_by !== run.goal_contract.decision_owner)
+    throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the decision owner posts its decision to ACP', 'requested_by');
+  if (b.authorised_by.kind === 'acp-origin' && b.authorised_by.proposal_id !== run.acp_origin?.proposal_id)
+    throw new CouncilError('UNKNOWN_REFERENCE', 'the run was not started by that ACP proposal', 'authorised_by.proposal_id');
+  if (b.domain !== runDomain(run.goal_contract))
+    throw new CouncilError('INVALID_STATE', `the run decides in ${runDomain(run.goal_contract)}`, 'domain');
+  if (b.escalated !== bridgeEscalates(run))
+    throw new CouncilError('INVALID_STATE', 'a run is escalated to its owner exactly when a value choice is open', 'escalated');
+  return [envelope(run.run_id, E.DecisionBridged, eventId, command.now, b.requested_by, null, clone(b))];
+}
+
+/**
+ * The decision owner's value choice (8.5: value conflicts return to the human owner), from the
+ * resolution of the ACP escalation of the run's bridged proposal. Only the owner, or a value
+ * owner an open value conflict names, makes it, and only once. `approved` adopts the council's
+ * DecisionRecord: the run is then decided like any other (terminalStateWithoutValueChoice).
+ * `rejected` declines it: the run stays `needs-human-value-choice`, the choice recorded.
+ */
+export function decideResolveValueChoice(command: ResolveValueChoice, state: CouncilRunState): CouncilEvent[] {
+  if (state.status === 'empty') throw new CouncilError('RUN_NOT_FOUND', 'no such run');
+  const run: StartedRun = state;
+  const eventId = command.event_id ?? `${run.run_id}:value-choice`;
+  if (run.applied_event_ids[eventId]) return [];
+  if (run.value_choice) throw new CouncilError('INVALID_STATE', `the value choice was made by ${run.value_choice.chosen_by}`, 'run_id');
+  if (run.status !== 'terminated' || run.terminal.terminal_state !== 'needs-human-value-choice')
+    throw new CouncilError('INVALID_STATE', 'only a run that ended needs-human-value-choice takes a value choice', 'run_id');
+  // The choice comes from the escalation of this run's own bridged proposal, nothing else.
+  if (!run.acp_bridge?.escalated || run.acp_bridge.proposal_id !== command.acp_proposal_id)
+    throw new CouncilError(
+      'UNKNOWN_REFERENCE',
+      `${command.acp_proposal_id} is not the escalated proposal of run ${run.run_id}`,
+      'acp_proposal_id',
+    );
+  if (typeof command.acp_event_id !== 'string' || command.acp_event_id === '') fail('acp_event_id', 'must name the resolution event');
+  const owners = valueChoiceOwners(run);
+  if (!owners.includes(command.chosen_by))
+    throw new CouncilError('NOT_AUTHORIZED_ROLE', `the value choice is ${owners.join(' or ')}’s, not ${command.chosen_by}’s`, 'chosen_by');
+  const outcome = command.outcome;
+  if (outcome !== 'approved' && outcome !== 'rejected') fail('outcome', 'must be approved | rejected');
+  if (command.note !== null && command.note !== undefined && typeof command.note !== 'string') fail('note', 'must be a string');
+  if (outcome === 'approved' && (!run.decision || run.decision.decision_record.selected_path === NO_DECISION))
+    throw new CouncilError('INVALID_STATE', 'the council selected no path to adopt', 'outcome');
+  const terminal_state = outcome === 'approved' ? terminalStateWithoutValueChoice(run) : run.terminal.terminal_state;
+  const data: ValueChoiceResolved['data'] = {
+    outcome,
+    chosen_by: command.chosen_by,
+    note: typeof command.note === 'string' ? command.note : '',
+    conflict_ids: unresolvedValueConflicts(latestConflictMap(run)).map((c) => c.conflict_id),
+    previous_terminal_state: run.terminal.terminal_state,
+    terminal_state,
+    source: { acp_proposal_id: command.acp_proposal_id, acp_event_id: command.acp_event_id },
+  };
+  return [envelope(run.run_id, E.ValueChoiceResolved, eventId, command.now, command.chosen_by, command.acp_event_id, data)];
 }

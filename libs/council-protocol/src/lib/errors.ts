@@ -25,6 +25,10 @@ export const COUNCIL_ERROR_CODES = [
   'UNANSWERED_ISSUE',
   'DISSENT_DROPPED',
   'BELOW_QUORUM',
+  /** The bridge: ACP refused an entry the council service posted (the ACP code is in the message). */
+  'ACP_REFUSED',
+  /** The bridge: authentication is required and the council service has no key of its own to sign with. */
+  'BRIDGE_NOT_CONFIGURED',
   'INTERNAL',
 ] as const;
 

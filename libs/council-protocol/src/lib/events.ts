@@ -11,6 +11,7 @@ import { RevisionArtifact } from './revision-artifact';
 import type { RunAggregationResult } from './evaluation/aggregation';
 import type { ChairSelection } from './evaluation/chair-selection';
 import type { StructuredOutcome } from './evaluation/outcomes';
+import type { AcpBridgeOptions } from './acp-bridge';
 
 /** Cost and tokens a member reports for one task; summed against the budget (17.1). */
 export interface Usage {
@@ -129,6 +130,19 @@ export interface TaskIssuedData {
   budget_remaining?: BudgetRemaining;
 }
 
+/**
+ * The ACP proposal that asked for this deliberation (the bridge from ACP, an extension): the run's
+ * lineage points at it, and its decision is posted back to ACP `caused_by` it.
+ */
+export interface AcpOrigin {
+  proposal_id: string;
+  domain: string;
+  /** The proposal's author, authenticated by ACP intake: the run's decision owner. */
+  author: string;
+  /** How the decision goes back to ACP (by default the originating proposal's quorum and policy). */
+  bridge: AcpBridgeOptions;
+}
+
 export type RunStarted = CouncilEventEnvelope<
   typeof COUNCIL_EVENT_TYPES.RunStarted,
   {
@@ -139,6 +153,8 @@ export type RunStarted = CouncilEventEnvelope<
     seed: string;
     /** council:L4: how the service chose the chair from its capability projection (14, 16.6). */
     chair_selection?: ChairSelection;
+    /** Started from an ACP proposal that asked for deliberation. */
+    acp_origin?: AcpOrigin;
   }
 >;
 export type PanelAssembled = CouncilEventEnvelope<
@@ -247,6 +263,48 @@ export type OutcomeRecorded = CouncilEventEnvelope<
   }
 >;
 
+/**
+ * The run's DecisionRecord was posted to ACP (an extension). Recorded once ACP accepted the two
+ * entries and before any escalation is asked, so the human's resolution is always later in the log.
+ */
+export type DecisionBridged = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.DecisionBridged,
+  {
+    /** Who asked for the post: the decision owner, by a signed command or by the ACP proposal that started the run. */
+    requested_by: string;
+    authorised_by: { kind: 'owner-command' } | { kind: 'acp-origin'; proposal_id: string };
+    /** The ACP author of the entries: the council service's own participant. */
+    author: string;
+    domain: string;
+    observation_id: string;
+    proposal_id: string;
+    caused_by: string[];
+    /** A value choice: the proposal is escalated to the decision owner. */
+    escalated: boolean;
+  }
+>;
+
+/**
+ * The decision owner's value choice (spec 8.5: value conflicts return to the human owner): the
+ * resolution of the ACP escalation of the run's bridged proposal. `approved` adopts the council's
+ * DecisionRecord, and the run's terminal state becomes `decided` or `decided-with-dissent`;
+ * `rejected` declines it, and the run stays `needs-human-value-choice` with the choice recorded.
+ */
+export type ValueChoiceResolved = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.ValueChoiceResolved,
+  {
+    outcome: 'approved' | 'rejected';
+    chosen_by: string;
+    note: string;
+    /** The value conflicts the choice settles (the latest conflict map's unresolved ones). */
+    conflict_ids: string[];
+    previous_terminal_state: TerminalState;
+    terminal_state: TerminalState;
+    /** Where the choice was made: the ACP proposal and the event that resolved its escalation. */
+    source: { acp_proposal_id: string; acp_event_id: string };
+  }
+>;
+
 export type CouncilEvent =
   | RunStarted
   | PanelAssembled
@@ -267,6 +325,8 @@ export type CouncilEvent =
   | TaskAnswerRefused
   | ChairDecisionRecorded
   | RunTerminated
-  | OutcomeRecorded;
+  | OutcomeRecorded
+  | DecisionBridged
+  | ValueChoiceResolved;
 
 export type EventOf<T extends CouncilEvent['type']> = Extract<CouncilEvent, { type: T }>;

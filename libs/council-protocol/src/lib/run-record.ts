@@ -3,7 +3,7 @@ import { ConflictMap } from './conflict-map';
 import { COUNCIL_PROTOCOL_ID, COUNCIL_PROTOCOL_VERSION, CouncilLevel, TerminalState } from './contracts';
 import { bestCheckpoint } from './convergence-and-termination';
 import { DecisionRecord } from './decision-record';
-import { AnonymizationEntry, Checkpoint } from './events';
+import { AcpOrigin, AnonymizationEntry, Checkpoint } from './events';
 import { degradedModes } from './failure-and-degraded-operation';
 import { FrameCheck } from './frame-check';
 import { GoalContractBudget } from './goal-contract';
@@ -95,6 +95,15 @@ export interface RunRecord {
   domain?: string;
   /** council:L4: how the chair was chosen (policy, reason, exploration slot, scores). */
   chair_selection?: ChairSelection;
+  /** The ACP proposal that asked for this deliberation (the bridge from ACP). */
+  acp_origin?: AcpOrigin;
+  /** The decision as posted to ACP: who asked, on what authority, the entries' ids. */
+  acp_bridge?: StartedRun['acp_bridge'];
+  /**
+   * The decision owner's value choice (8.5), when the run ended `needs-human-value-choice`:
+   * `terminal.terminal_state` is then the state after the choice.
+   */
+  value_choice?: StartedRun['value_choice'];
 }
 
 /** Who reads a run: its decision owner, its chair, a panel member, or an observer the policy names. */
@@ -200,5 +209,8 @@ export function buildRunRecord(run: StartedRun): RunRecord {
     outcomes: run.outcomes,
     domain: runDomain(run.goal_contract),
     ...(run.chair_selection ? { chair_selection: run.chair_selection } : {}),
+    ...(run.acp_origin ? { acp_origin: run.acp_origin } : {}),
+    ...(run.acp_bridge ? { acp_bridge: run.acp_bridge } : {}),
+    ...(run.value_choice ? { value_choice: run.value_choice } : {}),
   });
 }

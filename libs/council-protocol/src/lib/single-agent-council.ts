@@ -360,7 +360,14 @@ export function validateRunRecord(json: unknown): RunRecordReport {
     const lastContract = contracts[contracts.length - 1];
     if (lastContract && d.goal_contract_id !== lastContract.goal_contract_id)
       add('UNKNOWN_REFERENCE', 'decision_record.goal_contract_id', `the last GoalContract is ${lastContract.goal_contract_id}`);
-    const valueOpen = maps.length > 0 && maps[maps.length - 1].conflicts.some((c) => c.type === 'value' && c.status === 'unresolved');
+    // The owner's value choice (8.5) settles the value conflicts it names when it adopts the decision.
+    const choice = isRecord(rec['value_choice']) ? rec['value_choice'] : undefined;
+    const settled = new Set(
+      choice && choice['outcome'] === 'approved' && Array.isArray(choice['conflict_ids']) ? (choice['conflict_ids'] as unknown[]) : [],
+    );
+    const valueOpen =
+      maps.length > 0 &&
+      maps[maps.length - 1].conflicts.some((c) => c.type === 'value' && c.status === 'unresolved' && !settled.has(c.conflict_id));
     if (
       valueOpen &&
       terminalState !== 'needs-human-value-choice' &&

@@ -3,10 +3,12 @@ import { ConflictMap } from './conflict-map';
 import { COUNCIL_EVENT_TYPES as E, CouncilRole, CouncilStage, TaskStage, TerminalState } from './contracts';
 import { DecisionRecord } from './decision-record';
 import {
+  AcpOrigin,
   AnonymizationEntry,
   BudgetRemaining,
   Checkpoint,
   CouncilEvent,
+  DecisionBridged,
   FailureReason,
   OutcomeRecorded,
   RevisionRequestEntry,
@@ -14,6 +16,7 @@ import {
   StopReason,
   TerminationReason,
   Usage,
+  ValueChoiceResolved,
 } from './events';
 import { FrameCheck } from './frame-check';
 import { GoalContract } from './goal-contract';
@@ -187,6 +190,12 @@ export interface RunData {
   outcomes: OutcomeRecorded['data'][];
   /** council:L4: how the chair was chosen, when the service chose it (RunStarted). */
   chair_selection?: ChairSelection;
+  /** The ACP proposal that asked for this deliberation (RunStarted). */
+  acp_origin?: AcpOrigin;
+  /** The run's decision as posted to ACP (DecisionBridged). */
+  acp_bridge?: DecisionBridged['data'] & { at: string };
+  /** The decision owner's value choice on a `needs-human-value-choice` run (ValueChoiceResolved). */
+  value_choice?: ValueChoiceResolved['data'] & { at: string };
 }
 
 /** State is a tagged union keyed by status (STYLE.md rule 3). */
@@ -298,6 +307,7 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
       outcomes: [],
     };
     if (d.chair_selection) run.chair_selection = clone(d.chair_selection);
+    if (d.acp_origin) run.acp_origin = clone(d.acp_origin);
     return run;
   }
   if (state.status === 'empty') return state;
@@ -532,6 +542,14 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
     }
     case E.OutcomeRecorded:
       next.outcomes.push(clone(event.data));
+      return next;
+    case E.DecisionBridged:
+      next.acp_bridge = { ...clone(event.data), at: event.occurred_at };
+      return next;
+    case E.ValueChoiceResolved:
+      next.value_choice = { ...clone(event.data), at: event.occurred_at };
+      // The owner's choice settles what the council left open: the terminal state follows it.
+      if (next.status === 'terminated') next.terminal = { ...next.terminal, terminal_state: event.data.terminal_state };
       return next;
     default: {
       const _exhaustive: never = event;
