@@ -1,9 +1,22 @@
-import { createHash } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
-import { AcpBridgeOptions, CouncilError, acpBridgeEntries } from '@conclave/council-protocol';
+import { createHash, createPrivateKey, KeyObject, randomBytes, sign } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import {
+  AcpBridgeOptions,
+  COUNCIL_COMMAND_TYPES as C,
+  CouncilError,
+  DecisionBridged,
+  StartedRun,
+  acpBridgeEntries,
+  bridgeCauses,
+  bridgeEscalates,
+  parseAcpBridgeOptions,
+  runDomain,
+} from '@conclave/council-protocol';
 import { ACP_COMMANDS } from '@conclave/messaging';
-import { NATS_CONNECTION, SERVICE_CONFIG } from '@conclave/service-kit';
-import { NatsConnection } from 'nats';
+import { AUTH_HEADERS, signingInput } from '@conclave/registry-protocol';
+import { CommandContext, Identity, NATS_CONNECTION, ParticipantDirectory, SERVICE_CONFIG } from '@conclave/service-kit';
+import { headers as natsHeaders, NatsConnection } from 'nats';
 import { CouncilConfig } from './council.config';
 import { RunDriver } from './run-driver';
 import { RunRepository } from './run-repository';
@@ -35,68 +48,194 @@ type AcpReply =
   | { ok: true; proposal: { proposal_id: string; status: string } }
   | { ok: false; error: { code: string; message: string; field?: string } };
 
+/** ACP codes that mean "try again": anything else is a refusal for good. */
+const RETRYABLE_ACP_CODES = new Set(['INTERNAL', 'RATE_LIMITED', 'CONFLICT']);
+
 export interface BridgedDecision {
   run_id: string;
   observation_id: string;
   proposal_id: string;
   domain: string;
+  /** The ACP author of the entries: the council service's participant. */
+  author: string;
   status: string;
   escalated: boolean;
 }
 
+/** Who asked for the post, and on what authority (recorded in DecisionBridged). */
+interface BridgeRequest {
+  requested_by: string;
+  authorised_by: DecisionBridged['data']['authorised_by'];
+}
+
 /**
  * Posts a decided run to ACP (`<acp prefix>.v1.propose`, then `.escalate` for a value choice):
- * the service side of `acpBridgeEntries`. Asked by the run's decision owner, the entries are
- * authored by the owner. With authentication required, ACP intake would need the owner's own
- * signature on them, which this service cannot make: the bridge is for deployments where the
- * council service's ACP traffic is trusted (authentication off), as the docs say.
+ * the service side of `acpBridgeEntries`. The council service posts as its own registered
+ * participant (`CONCLAVE_COUNCIL_PARTICIPANT`), signing with its own key
+ * (`CONCLAVE_COUNCIL_KEY_FILE`), so ACP authenticates it like any agent and records it as the
+ * author; it never signs for anyone else. What authorises a post is the decision owner: a signed
+ * `council.v1.acp.propose` by the owner, or the ACP proposal by which the owner started the run.
+ * The owner must itself hold the ACP grant the post needs in the run's domain (propose, and
+ * escalate for a value choice), so the service's grant never widens the owner's. The request
+ * is recorded in the run's log (DecisionBridged) before any escalation is asked.
  */
 @Injectable()
-export class AcpBridge {
+export class AcpBridge implements OnModuleInit {
+  private key: KeyObject | undefined;
+
   constructor(
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     @Inject(SERVICE_CONFIG) private readonly config: CouncilConfig,
     private readonly repo: RunRepository,
     private readonly driver: RunDriver,
+    private readonly context: CommandContext,
+    private readonly directory: ParticipantDirectory,
   ) {}
 
-  async post(runId: string, actor: string, options: AcpBridgeOptions): Promise<BridgedDecision> {
+  /** The participant the service posts as. */
+  get participant(): string {
+    return this.config.bridgeParticipant;
+  }
+
+  onModuleInit(): void {
+    // A key that cannot be read is a configuration error: refuse to start rather than fail later.
+    if (this.config.bridgeKeyFile) this.key = createPrivateKey(readFileSync(this.config.bridgeKeyFile));
+  }
+
+  /** `council.v1.acp.propose`: the decision owner, authenticated, asks for its run's decision to be posted. */
+  async postForOwner(runId: string, owner: Identity, input: unknown): Promise<BridgedDecision> {
+    const state = await this.load(runId);
+    if (owner.participant_id !== state.goal_contract.decision_owner)
+      throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the decision owner posts its decision to ACP', 'actor');
+    const options = parseAcpBridgeOptions(input);
+    const domain = runDomain(state.goal_contract);
+    this.context.authorize(owner, 'propose', domain);
+    if (bridgeEscalates(state)) this.context.authorize(owner, 'escalate', domain);
+    return this.post(state, { requested_by: owner.participant_id, authorised_by: { kind: 'owner-command' } }, options);
+  }
+
+  /**
+   * A run started from an ACP proposal ended with a DecisionRecord: its decision goes back,
+   * `caused_by` that proposal. ACP checked the author's propose grant in the domain when the
+   * proposal was submitted; an escalation also needs the author's escalate grant.
+   */
+  async postForOrigin(runId: string, originProposalId: string): Promise<BridgedDecision> {
+    const state = await this.load(runId);
+    const origin = state.acp_origin;
+    if (!origin || origin.proposal_id !== originProposalId)
+      throw new CouncilError('UNKNOWN_REFERENCE', `run ${runId} was not started by ${originProposalId}`, 'run_id');
+    if (bridgeEscalates(state)) {
+      const author: Identity = { participant_id: origin.author, via: 'signature', state: await this.directory.load(origin.author) };
+      this.context.authorize(author, 'escalate', origin.domain);
+    }
+    return this.post(
+      state,
+      { requested_by: origin.author, authorised_by: { kind: 'acp-origin', proposal_id: origin.proposal_id } },
+      origin.bridge,
+    );
+  }
+
+  private async load(runId: string): Promise<StartedRun> {
     const state = this.driver.stateOf(runId) ?? (await this.repo.load(runId)).state;
     if (state.status === 'empty') throw new CouncilError('RUN_NOT_FOUND', `no run ${runId}`, 'run_id');
-    if (actor !== state.goal_contract.decision_owner)
-      throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the decision owner posts its decision to ACP', 'actor');
+    return state;
+  }
+
+  private async post(state: StartedRun, request: BridgeRequest, options: AcpBridgeOptions): Promise<BridgedDecision> {
+    if (this.context.authRequired && !this.key)
+      throw new CouncilError(
+        'BRIDGE_NOT_CONFIGURED',
+        `authentication is required and the council service has no key to sign as ${this.participant} (CONCLAVE_COUNCIL_KEY_FILE)`,
+      );
+    const runId = state.run_id;
     const at = state.decision?.recorded_at ?? (state.status === 'terminated' ? state.terminal.at : state.started_at);
     const ids = { observation_id: councilEntryUlid(runId, 'decision', at), proposal_id: councilEntryUlid(runId, 'proposal', at) };
-    const entries = acpBridgeEntries(state, ids, options);
-    await this.propose(entries.observation);
-    let status = await this.propose(entries.proposal);
-    if (entries.escalation && status === 'pending') {
-      const reply = await this.acp(ACP_COMMANDS.escalate, { proposal_id: ids.proposal_id, ...entries.escalation });
-      if (!reply.ok) throw new CouncilError('INTERNAL', `ACP refused the escalation: ${reply.error.code}: ${reply.error.message}`);
-      status = reply.proposal.status;
+    const domain = runDomain(state.goal_contract);
+    const done = state.acp_bridge;
+    let status: string;
+    let escalate: { reason: string; requested_by: string } | null;
+    if (done) {
+      // Posted before (a retry after a failure, or after the value choice): read it back, and ask
+      // for the escalation if an earlier attempt recorded the post but did not get that far.
+      status = await this.status(done.proposal_id);
+      escalate = done.escalated && bridgeEscalates(state) ? acpBridgeEntries(state, ids, options, this.parties(request)).escalation : null;
+    } else {
+      const entries = acpBridgeEntries(state, ids, options, this.parties(request));
+      await this.propose(entries.observation);
+      status = await this.propose(entries.proposal);
+      const bridge: DecisionBridged['data'] = {
+        ...request,
+        author: this.participant,
+        domain,
+        ...ids,
+        caused_by: bridgeCauses(state, options),
+        escalated: entries.escalation !== null,
+      };
+      // In the run's log before the escalation is asked: the human's resolution always comes after it.
+      await this.driver.execute(runId, (_s, now) => ({ type: C.RecordDecisionBridge, bridge, now }));
+      escalate = entries.escalation;
+    }
+    if (escalate && status === 'pending') {
+      const reply = await this.acp(ACP_COMMANDS.escalate, { proposal_id: ids.proposal_id, ...escalate });
+      status = this.accepted(reply).status;
     }
     return {
       run_id: runId,
       ...ids,
-      domain: String(entries.proposal['domain']),
+      domain,
+      author: this.participant,
       status,
-      escalated: entries.escalation !== null,
+      escalated: done ? done.escalated : escalate !== null,
     };
   }
 
-  /** Submits one entry; one already there (a retry) is read back instead. */
-  private async propose(entry: Record<string, unknown>): Promise<string> {
-    const reply = await this.acp(ACP_COMMANDS.propose, entry);
-    if (reply.ok) return reply.proposal.status;
-    if (reply.error.code === 'DUPLICATE_PROPOSAL_ID') {
-      const got = await this.acp(ACP_COMMANDS.get, { proposal_id: entry['proposal_id'] });
-      if (got.ok) return got.proposal.status;
-    }
-    throw new CouncilError('INTERNAL', `ACP refused the entry: ${reply.error.code}: ${reply.error.message}`, reply.error.field);
+  private parties(request: BridgeRequest) {
+    return { author: this.participant, requested_by: request.requested_by };
   }
 
+  /**
+   * Submits one entry. An identical retry is accepted by ACP as the first was; an entry already
+   * there under the derived id but different (someone else's, or other options) is refused: the
+   * bridge never takes an entry it did not write for its own.
+   */
+  private async propose(entry: Record<string, unknown>): Promise<string> {
+    return this.accepted(await this.acp(ACP_COMMANDS.propose, entry)).status;
+  }
+
+  private async status(proposalId: string): Promise<string> {
+    return this.accepted(await this.acp(ACP_COMMANDS.get, { proposal_id: proposalId })).status;
+  }
+
+  private accepted(reply: AcpReply): { proposal_id: string; status: string } {
+    if (reply.ok) return reply.proposal;
+    const what = `ACP refused the bridge: ${reply.error.code}: ${reply.error.message}`;
+    // A transient refusal is an infrastructure failure (retried by the caller), not a rule.
+    if (RETRYABLE_ACP_CODES.has(reply.error.code)) throw new Error(what);
+    throw new CouncilError('ACP_REFUSED', what, reply.error.field);
+  }
+
+  /** One ACP command as the service's participant: signed with its own key when it has one. */
   private async acp(pattern: string, body: unknown): Promise<AcpReply> {
-    const msg = await this.nc.request(`${this.config.subjectPrefix}.${pattern}`, encoder.encode(JSON.stringify(body)), { timeout: 10_000 });
+    const subject = `${this.config.subjectPrefix}.${pattern}`;
+    const bytes = encoder.encode(JSON.stringify(body));
+    const msg = await this.nc.request(subject, bytes, { timeout: 10_000, headers: this.signed(subject, bytes) });
     return JSON.parse(decoder.decode(msg.data)) as AcpReply;
+  }
+
+  /** The Ed25519 headers of docs/security.md, over the exact body bytes; none without a key (authentication off). */
+  private signed(subject: string, body: Uint8Array) {
+    if (!this.key) return undefined;
+    const timestamp = this.context.now();
+    const nonce = randomBytes(18).toString('base64url');
+    const participant_id = this.participant;
+    const h = natsHeaders();
+    h.set(AUTH_HEADERS.participant, participant_id);
+    h.set(AUTH_HEADERS.timestamp, timestamp);
+    h.set(AUTH_HEADERS.nonce, nonce);
+    h.set(
+      AUTH_HEADERS.signature,
+      sign(null, signingInput({ subject, timestamp, nonce, participant_id }, body), this.key).toString('base64'),
+    );
+    return h;
   }
 }

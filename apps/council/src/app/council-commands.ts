@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import {
   COUNCIL_COMMAND_TYPES as C,
   CouncilError,
+  DeliberationRequest,
   EMPTY_RUN,
   RunRecord,
   decide,
@@ -64,6 +65,24 @@ export class CouncilCommands {
     const o = body(input);
     const run_id = o['run_id'] === undefined ? this.ids.next() : runIdOf(o);
     const actor = await this.actor(identity, o);
+    return this.startRun(run_id, o, actor);
+  }
+
+  /**
+   * A run an ACP proposal asked for (`payload.deliberate`), started by the service's reactor: the
+   * proposal's author, whom ACP intake authenticated and authorised in the domain, is the actor,
+   * and StartRun holds it to being the decision owner.
+   */
+  async startFromAcp(request: DeliberationRequest): Promise<{ run_id: string }> {
+    const o = {
+      goal_contract: request.goal_contract,
+      panel: request.panel,
+      ...(request.policy !== undefined ? { policy: request.policy } : {}),
+    };
+    return this.startRun(request.run_id, o, request.actor, request.acp_origin);
+  }
+
+  private async startRun(run_id: string, o: Record<string, unknown>, actor: string, acp_origin?: unknown): Promise<{ run_id: string }> {
     const seed = this.ids.next();
     // council:L4: the chair comes from the capability projection, recorded in RunStarted.
     const chair_selection = this.evaluation.chairFor(o, seed);
@@ -76,6 +95,7 @@ export class CouncilCommands {
         policy: o['policy'],
         seed,
         ...(chair_selection ? { chair_selection } : {}),
+        ...(acp_origin !== undefined ? { acp_origin } : {}),
         actor,
         now: this.context.now(),
       },

@@ -1,5 +1,5 @@
 import { Expose, Type } from 'class-transformer';
-import { IsInt, Max, Min } from 'class-validator';
+import { IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
 import { AuthenticatedServiceConfig } from '@conclave/service-kit';
 
 export class CouncilConfig extends AuthenticatedServiceConfig {
@@ -27,6 +27,23 @@ export class CouncilConfig extends AuthenticatedServiceConfig {
   @IsInt()
   @Min(300)
   leaseMs = 10_000;
+
+  /**
+   * The bridge to ACP: the participant the council service posts decisions as (registered in
+   * the participant registry with a grant to propose and escalate in the domains it bridges).
+   */
+  @Expose({ name: 'CONCLAVE_COUNCIL_PARTICIPANT' })
+  @Matches(/^[A-Za-z0-9_.:@-]{1,60}$/)
+  bridgeParticipant = 'council-service';
+
+  /**
+   * That participant's Ed25519 private key (PKCS#8 PEM file): the service signs its own ACP
+   * commands with it, never anyone else's. Required for the bridge when authentication is on.
+   */
+  @Expose({ name: 'CONCLAVE_COUNCIL_KEY_FILE' })
+  @IsOptional()
+  @IsString()
+  bridgeKeyFile?: string;
 
   override httpPort = 8085;
 }

@@ -5,6 +5,7 @@ import { CouncilConfig } from './council.config';
 import { CouncilMetrics } from './council-metrics';
 import { CouncilController } from './council.controller';
 import { AcpBridge } from './acp-bridge';
+import { AcpReactions } from './acp-reactions';
 import { DecisionOutbox } from './decision-outbox';
 import { EvaluationCommands } from './evaluation-commands';
 import { EvaluationController } from './evaluation.controller';
@@ -37,6 +38,7 @@ export class CouncilModule {
         EvaluationCommands,
         OutcomeOutbox,
         AcpBridge,
+        AcpReactions,
       ],
     };
   }

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { COUNCIL_EVENT_TYPES as E, CouncilEvent, RunTerminated } from '@conclave/council-protocol';
+import { COUNCIL_EVENT_TYPES as E, CouncilEvent, RunTerminated, ValueChoiceResolved } from '@conclave/council-protocol';
 import { CheckpointStore, isAtOrBefore, StartFrom, StoredEvent } from '@conclave/event-log';
 import { acpStreamNames, councilSubjects, ensureStream, publishJsonOnce } from '@conclave/messaging';
 import { CHECKPOINTS, NATS_CONNECTION, SERVICE_CONFIG } from '@conclave/service-kit';
@@ -22,11 +22,14 @@ export interface CouncilDecisionMessage {
   /** Null when the run ended without a chair decision (failed-below-quorum, time or cost budget). */
   decision_record: unknown;
   note?: string;
+  /** The decision owner's value choice: a second message for the run, with the terminal state after it. */
+  value_choice?: ValueChoiceResolved['data'];
 }
 
 /**
- * Publishes from the log (an outbox): each RunTerminated becomes one message on the JetStream
- * stream COUNCIL_DECISIONS (`<prefix>.v1.decisions`) carrying the DecisionRecord with its dissent,
+ * Publishes from the log (an outbox): each RunTerminated, and each ValueChoiceResolved (the run's
+ * terminal state after its owner's value choice), becomes one message on the JetStream stream
+ * COUNCIL_DECISIONS (`<prefix>.v1.decisions`) carrying the DecisionRecord with its dissent,
  * `Nats-Msg-Id` = the event id, so a replay or a second replica never publishes it twice within
  * the duplicate window; the checkpoint keeps a restart from replaying older ones.
  */
@@ -57,20 +60,33 @@ export class DecisionOutbox {
   }
 
   async observe({ event, position }: StoredEvent<CouncilEvent>): Promise<void> {
-    if (event.type !== E.RunTerminated || isAtOrBefore(position, this.checkpoint)) return;
+    if ((event.type !== E.RunTerminated && event.type !== E.ValueChoiceResolved) || isAtOrBefore(position, this.checkpoint)) return;
     const { state } = await this.repo.load(event.correlation_id);
-    if (state.status === 'empty') return;
-    const message: CouncilDecisionMessage = {
-      event_id: event.event_id,
-      run_id: event.correlation_id,
-      goal_contract_id: state.goal_contract.goal_contract_id,
-      terminal_state: event.data.terminal_state,
-      reason: event.data.reason,
-      best_checkpoint_id: event.data.best_checkpoint_id,
-      decided_at: event.occurred_at,
-      decision_record: state.decision?.decision_record ?? null,
-      ...(event.data.note ? { note: event.data.note } : {}),
-    };
+    if (state.status !== 'terminated') return;
+    const message: CouncilDecisionMessage =
+      event.type === E.RunTerminated
+        ? {
+            event_id: event.event_id,
+            run_id: event.correlation_id,
+            goal_contract_id: state.goal_contract.goal_contract_id,
+            terminal_state: event.data.terminal_state,
+            reason: event.data.reason,
+            best_checkpoint_id: event.data.best_checkpoint_id,
+            decided_at: event.occurred_at,
+            decision_record: state.decision?.decision_record ?? null,
+            ...(event.data.note ? { note: event.data.note } : {}),
+          }
+        : {
+            event_id: event.event_id,
+            run_id: event.correlation_id,
+            goal_contract_id: state.goal_contract.goal_contract_id,
+            terminal_state: event.data.terminal_state,
+            reason: state.terminal.reason,
+            best_checkpoint_id: state.terminal.best_checkpoint_id,
+            decided_at: event.occurred_at,
+            decision_record: state.decision?.decision_record ?? null,
+            value_choice: event.data,
+          };
     const subject = councilSubjects(this.config.councilPrefix).decisions;
     for (let attempt = 1; ; attempt++) {
       try {

@@ -59,25 +59,17 @@ export class EvaluationCommands {
 
   /**
    * `council.v1.acp.propose`: `{run_id, quorum, expires_at?, quorum_policy?, caused_by?, actor?}`: the
-   * decision owner posts the run's decision to ACP in the GoalContract's domain (the bridge).
+   * decision owner (signed when authentication is on) asks for the run's decision to be posted
+   * to ACP in the GoalContract's domain; the council service posts it as its own participant.
    */
   async acpPropose(input: unknown, identity: Identity): Promise<BridgedDecision> {
     const o = body(input);
     const runId = optText(o, 'run_id');
     if (runId === undefined || !RUN_ID.test(runId))
       throw new CouncilError('SCHEMA_VIOLATION', 'must be letters, digits and _ (it names the stream council-run-<id>)', 'run_id');
-    const actor = await this.actor(identity, o);
-    const expires = optText(o, 'expires_at');
-    const caused = o['caused_by'];
-    if (caused !== undefined && !(Array.isArray(caused) && caused.every((x) => typeof x === 'string')))
-      throw new CouncilError('SCHEMA_VIOLATION', 'must be a list of ACP entry ids', 'caused_by');
-    const policy = o['quorum_policy'];
-    return this.bridge.post(runId, actor, {
-      quorum: typeof o['quorum'] === 'number' ? o['quorum'] : NaN,
-      ...(expires ? { expires_at: expires } : {}),
-      ...(policy !== undefined ? { quorum_policy: body(policy) as { kind: string; threshold?: number } } : {}),
-      ...(caused ? { caused_by: caused as string[] } : {}),
-    });
+    const owner = await this.actorIdentity(identity, o);
+    const { run_id: _run, actor: _actor, ...options } = o;
+    return this.bridge.postForOwner(runId, owner, options);
   }
 
   /**
@@ -161,10 +153,15 @@ export class EvaluationCommands {
   }
 
   private async actor(identity: Identity, o: Record<string, unknown>): Promise<string> {
+    return (await this.actorIdentity(identity, o)).participant_id;
+  }
+
+  /** Who acts: the authenticated identity; an `actor` the body declares must be it (FORBIDDEN). */
+  private async actorIdentity(identity: Identity, o: Record<string, unknown>): Promise<Identity> {
     const declared = o['actor'];
-    if (declared === undefined) return identity.participant_id;
+    if (declared === undefined) return identity;
     if (typeof declared !== 'string' || declared.trim() === '')
       throw new CouncilError('SCHEMA_VIOLATION', 'must be a non-empty string', 'actor');
-    return (await this.context.actAs(identity, declared, 'actor')).participant_id;
+    return this.context.actAs(identity, declared, 'actor');
   }
 }
