@@ -1,0 +1,284 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { INestApplication } from '@nestjs/common';
+import { acpStreamNames } from '@conclave/messaging';
+import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
+import {
+  ConclaveClient,
+  CouncilClient,
+  ed25519Signer,
+  generateParticipantKeys,
+  ScriptedBehaviour,
+  ScriptedMember,
+  scriptedGoalContract,
+  scriptedPanel,
+  valueConflictBehaviour,
+} from '@conclave/sdk';
+import { headers as natsHeaders } from 'nats';
+import { loadConfig } from '@conclave/service-kit';
+import { AcpReactions } from '../../apps/council/src/app/acp-reactions';
+import { startCouncil } from '../../apps/council/src/app/council.app';
+import { CouncilConfig } from '../../apps/council/src/app/council.config';
+import { eventually, SecureConclaveHarness } from '../support/conclave-harness';
+import { CouncilDecisionCollector } from '../support/council-harness';
+import { DecisionCollector } from '../support/decisions';
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+const DOMAIN = 'billing';
+const SERVICE = 'council-service';
+// Tokens name registered participants and are 32 characters or more.
+const ALICE_TOKEN = 'alice-owner-token-0123456789abcdefghij';
+const BOB_TOKEN = 'bob-resolver-token-0123456789abcdefghi';
+const grant = (actions: string[], domain = DOMAIN) => ({ domain, domain_authority: 0.9, trust_score: 0.9, actions });
+
+/**
+ * The bridge between Council and ACP with authentication required (CONCLAVE_AUTH_MODE=required),
+ * as the compose stack and Kubernetes run it. The council service posts to ACP as its own
+ * registered participant, signing with its own key; the decision owner's signed command, or the
+ * owner's signed ACP proposal asking for deliberation, is what authorises a post. Written as the
+ * attacker where it matters: nobody else gets a run's decision posted, and an unsigned or forged
+ * post in the service's name is refused by ACP intake.
+ */
+describe('council ↔ ACP bridge with authentication required (signed, over NATS)', () => {
+  const serviceKeys = generateParticipantKeys();
+  const keyDir = mkdtempSync(join(tmpdir(), 'council-bridge-'));
+  const keyFile = join(keyDir, 'council-service.pem');
+  writeFileSync(keyFile, serviceKeys.privateKeyPem, { mode: 0o600 });
+  const h = new SecureConclaveHarness({
+    CONCLAVE_COUNCIL_PARTICIPANT: SERVICE,
+    CONCLAVE_COUNCIL_KEY_FILE: keyFile,
+    CONCLAVE_HUMAN_TOKENS: JSON.stringify({ [ALICE_TOKEN]: 'alice', [BOB_TOKEN]: 'bob' }),
+  });
+  const prefix = `c${h.prefix}`;
+  const tags = ['s1', 's2', 's3', 's4', 's5', 's6', 's7', 's8'];
+  const members: ScriptedMember[] = [];
+  let councilDecisions: CouncilDecisionCollector;
+  let decisions: DecisionCollector;
+  let alice: ConclaveClient;
+  let escalationUrl: string;
+
+  const pem = (id: string): string => {
+    const key = h.keys.get(id);
+    if (!key) throw new Error(`no key seeded for ${id}`);
+    return key.privateKeyPem;
+  };
+  const panelOf = (tag: string) => ({ proposers: ['builder', 'skeptic', 'operator'].map((l) => `${tag}-${l}`), chair: `${tag}-chair` });
+  const owners = { alice: () => new CouncilClient(h.nc, prefix, { signer: ed25519Signer('alice', pem('alice')), timeoutMs: 15_000 }) };
+  const council = () => h.instances.find((i) => i.name === 'council')!.app as INestApplication;
+
+  beforeAll(async () => {
+    await h.start('intake', 'resolver', 'escalation', 'council');
+    // The council service is a participant like any other: its own key, its own grant.
+    await h.admin.call(REGISTRY_PATTERNS.register, { participant_id: SERVICE, roles: ['agent'], public_key: serviceKeys.publicKey });
+    await h.admin.call(REGISTRY_PATTERNS.grant, { participant_id: SERVICE, ...grant(['propose', 'escalate']) });
+    await h.seed([
+      { participant_id: 'alice', roles: ['agent', 'human-resolver'], grants: [grant(['propose', 'escalate', 'resolve'])] },
+      { participant_id: 'bob', roles: ['human-resolver'], grants: [grant(['resolve'])] },
+      { participant_id: 'carol', grants: [grant(['propose', 'escalate'], 'ops')] },
+      { participant_id: 'mallory', grants: [grant(['propose', 'respond'])] },
+      { participant_id: 'agent-ops-1', grants: [grant(['respond'])] },
+      { participant_id: 'agent-ops-2', grants: [grant(['respond'])] },
+      ...tags.flatMap((t) => [...panelOf(t).proposers, panelOf(t).chair]).map((participant_id) => ({ participant_id })),
+    ]);
+    alice = await h.clientFor('alice');
+    councilDecisions = await CouncilDecisionCollector.open(h, acpStreamNames(h.run).councilDecisions);
+    decisions = new DecisionCollector(h.client);
+    const escalation = h.instances.find((i) => i.name === 'escalation')!.app;
+    escalationUrl = (await escalation.getUrl()).replace('[::1]', '127.0.0.1');
+  });
+  afterAll(async () => {
+    await Promise.all(members.map((m) => m.stop()));
+    await councilDecisions.close();
+    const jsm = await h.nc.jetstreamManager();
+    await jsm.streams.delete(`KV_${h.env['CONCLAVE_EVENT_STREAM']}_COUNCIL_LEASES`).catch(() => undefined);
+    await h.stop();
+    rmSync(keyDir, { recursive: true, force: true });
+  });
+
+  /** The members of panel `tag`, each signing its answers. */
+  function seat(tag: string, behaviour: ScriptedBehaviour = { score: () => 3 }) {
+    const { proposers, chair } = panelOf(tag);
+    for (const id of [...proposers, chair])
+      members.push(new ScriptedMember(h.nc, id, behaviour, prefix, ed25519Signer(id, pem(id))).start());
+    return scriptedPanel({ proposers, chair });
+  }
+
+  /** A run of `owner` in `domain`, decided by panel `tag`. */
+  async function run(tag: string, owner: string, domain: string, behaviour?: ScriptedBehaviour): Promise<string> {
+    const client = new CouncilClient(h.nc, prefix, { signer: ed25519Signer(owner, pem(owner)), timeoutMs: 15_000 });
+    const runId = await client.start({
+      goal_contract: scriptedGoalContract({ goal_contract_id: `gc-${tag}`, decision_owner: owner, domain }),
+      panel: seat(tag, behaviour),
+      policy: { stage_timeout_ms: 10_000 },
+      run_id: `signed_${tag}_${h.run}`,
+    });
+    await councilDecisions.waitFor(runId);
+    return runId;
+  }
+
+  /** `council.v1.acp.propose`, signed by `signer` (unsigned when undefined). */
+  async function bridge(signer: string | undefined, body: Record<string, unknown>): Promise<Record<string, any>> {
+    const subject = `${prefix}.v1.acp.propose`;
+    const bytes = encoder.encode(JSON.stringify(body));
+    const extra = signer ? ed25519Signer(signer, pem(signer))(subject, bytes) : undefined;
+    const hs = extra ? natsHeaders() : undefined;
+    if (hs && extra) for (const [k, v] of Object.entries(extra)) hs.set(k, v);
+    const msg = await h.nc.request(subject, bytes, { timeout: 15_000, headers: hs });
+    return JSON.parse(decoder.decode(msg.data)) as Record<string, any>;
+  }
+
+  /** The ACP entries of the domain that carry a run's decision (what the bridge would have posted). */
+  async function entriesOf(runId: string) {
+    const { proposals } = await alice.list({ domain: DOMAIN, limit: 500 });
+    return proposals.filter((p) => (p.payload as { council?: { run_id?: string } }).council?.run_id === runId);
+  }
+
+  async function valueChoiceOf(runId: string) {
+    return (await owners.alice().get(runId)).value_choice;
+  }
+
+  it('the owner’s signed command: the council service posts as itself, ACP records it as the author, the fleet votes', async () => {
+    const runId = await run('s1', 'alice', DOMAIN);
+    const bridged = await bridge('alice', { run_id: runId, quorum: 2 });
+    expect(bridged).toMatchObject({ ok: true, author: SERVICE, domain: DOMAIN, status: 'pending', escalated: false });
+    const proposal = await alice.get(bridged['proposal_id']);
+    expect(proposal).toMatchObject({ author: SERVICE, caused_by: [bridged['observation_id']] });
+    expect(proposal.payload).toMatchObject({
+      kind: 'council-decision',
+      council: { run_id: runId, decision_owner: 'alice', requested_by: 'alice' },
+    });
+    expect(await alice.get(bridged['observation_id'])).toMatchObject({ author: SERVICE, type: 'observation', status: 'resolved' });
+    expect((await owners.alice().get(runId)).acp_bridge).toMatchObject({ requested_by: 'alice', author: SERVICE });
+
+    for (const voter of ['agent-ops-1', 'agent-ops-2'])
+      await (await h.clientFor(voter)).endorse(bridged['proposal_id'], { participant_id: voter, confidence: 0.9 });
+    const [d] = await decisions.waitFor(bridged['proposal_id']);
+    expect(d).toMatchObject({ outcome: 'approved', domain: DOMAIN });
+  });
+
+  it('as an attacker: unsigned, impersonating, not the owner, or an owner without the grant: nothing is posted', async () => {
+    const runId = await run('s2', 'alice', DOMAIN);
+    expect(await bridge(undefined, { run_id: runId, quorum: 2, actor: 'alice' })).toMatchObject({
+      ok: false,
+      error: { code: 'UNAUTHENTICATED' },
+    });
+    expect(await bridge('mallory', { run_id: runId, quorum: 2, actor: 'alice' })).toMatchObject({
+      ok: false,
+      error: { code: 'FORBIDDEN', field: 'actor' },
+    });
+    expect(await bridge('mallory', { run_id: runId, quorum: 2 })).toMatchObject({ ok: false, error: { code: 'NOT_AUTHORIZED_ROLE' } });
+    // Carol owns a council in billing but may not propose there: the service's grant does not widen hers.
+    const carols = await run('s3', 'carol', DOMAIN);
+    expect(await bridge('carol', { run_id: carols, quorum: 2 })).toMatchObject({
+      ok: false,
+      error: { code: 'FORBIDDEN', field: 'domain' },
+    });
+    expect(await entriesOf(runId)).toEqual([]);
+    expect(await entriesOf(carols)).toEqual([]);
+  });
+
+  it('as an attacker posting to ACP in the council service’s name: unsigned, signed by another, or with a forged key, intake refuses', async () => {
+    const entry = {
+      domain: DOMAIN,
+      author: SERVICE,
+      quorum: 1,
+      payload: { kind: 'council-decision', council: { run_id: 'forged', requested_by: 'alice' }, decision: 'wire the money' },
+    };
+    await expect(h.client.propose(entry)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    await expect((await h.clientFor('mallory')).propose(entry)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    const forged = await h.clientFor(SERVICE, pem('mallory'));
+    await expect(forged.propose(entry)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    expect(await entriesOf('forged')).toEqual([]);
+  });
+
+  it('value choice → escalation → the owner resolves over HTTP → the run resumes; another resolver’s resolution does not', async () => {
+    // Run A: bob, a human resolver of billing but not the owner, resolves its escalation.
+    const runA = await run('s4', 'alice', DOMAIN, valueConflictBehaviour());
+    const a = await bridge('alice', { run_id: runA, quorum: 3 });
+    expect(a).toMatchObject({ ok: true, status: 'escalated', escalated: true });
+    await (await h.clientFor('bob')).resolve(a['proposal_id'], { outcome: 'approved', resolved_by: 'bob', note: 'speed' });
+    await decisions.waitFor(a['proposal_id'], 2);
+
+    // Run B: alice, its owner, resolves over the escalation service's HTTP API with her token.
+    const runB = await run('s5', 'alice', DOMAIN, valueConflictBehaviour());
+    const b = await bridge('alice', { run_id: runB, quorum: 3 });
+    expect(b).toMatchObject({ ok: true, status: 'escalated', escalated: true });
+    const res = await fetch(`${escalationUrl}/escalations/${b['proposal_id']}/resolve`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${ALICE_TOKEN}` },
+      body: JSON.stringify({ outcome: 'approved', note: 'auditability over speed' }),
+    });
+    expect(res.status).toBe(200);
+    const choice = await eventually(() => valueChoiceOf(runB), 15_000, 'run B’s value choice');
+    expect(choice).toMatchObject({
+      outcome: 'approved',
+      chosen_by: 'alice',
+      note: 'auditability over speed',
+      terminal_state: 'decided-with-dissent',
+    });
+    expect((await owners.alice().get(runB)).terminal?.terminal_state).toBe('decided-with-dissent');
+
+    // Bob's resolution came first in the log and is long handled: run A took no choice.
+    await eventually(async () => (council().get(AcpReactions).backlog === 0 ? true : undefined), 10_000, 'no reaction left');
+    expect(await valueChoiceOf(runA)).toBeUndefined();
+    expect((await owners.alice().get(runA)).terminal?.terminal_state).toBe('needs-human-value-choice');
+  });
+
+  it('a signed ACP proposal asking for deliberation starts the owner’s run, whose decision goes back caused by it; another’s request starts nothing', async () => {
+    const goal = (tag: string) => scriptedGoalContract({ goal_contract_id: `gc-${tag}`, decision_owner: 'alice' });
+    // Mallory asks for a council in alice's name: refused by StartRun, no run.
+    const forgedAsk = await (
+      await h.clientFor('mallory')
+    ).propose({
+      domain: DOMAIN,
+      author: 'mallory',
+      quorum: 2,
+      payload: { deliberate: { goal_contract: goal('s6'), panel: seat('s6'), policy: { stage_timeout_ms: 10_000 } } },
+    });
+    const ask = await alice.propose({
+      domain: DOMAIN,
+      author: 'alice',
+      quorum: 2,
+      payload: { deliberate: { goal_contract: goal('s7'), panel: seat('s7'), policy: { stage_timeout_ms: 10_000 } } },
+    });
+    const runId = `acp_${ask.proposal_id}`;
+    expect((await councilDecisions.waitFor(runId)).terminal_state).toBe('decided');
+    const rec = await eventually(
+      async () => {
+        const r = await owners.alice().get(runId);
+        return r.acp_bridge ? r : undefined;
+      },
+      15_000,
+      'the decision posted back',
+    );
+    expect(rec.acp_bridge).toMatchObject({
+      requested_by: 'alice',
+      authorised_by: { kind: 'acp-origin', proposal_id: ask.proposal_id },
+      author: SERVICE,
+      caused_by: [ask.proposal_id],
+    });
+    expect(await alice.get(rec.acp_bridge!.observation_id)).toMatchObject({ author: SERVICE, caused_by: [ask.proposal_id] });
+    expect(await alice.get(rec.acp_bridge!.proposal_id)).toMatchObject({ author: SERVICE, caused_by: [rec.acp_bridge!.observation_id] });
+
+    await eventually(async () => (council().get(AcpReactions).backlog === 0 ? true : undefined), 10_000, 'no reaction left');
+    await expect(owners.alice().get(`acp_${forgedAsk.proposal_id}`)).rejects.toMatchObject({ code: 'RUN_NOT_FOUND' });
+  });
+
+  it('a council service without a key of its own refuses to post (BRIDGE_NOT_CONFIGURED) instead of posting unsigned', async () => {
+    const runId = await run('s8', 'alice', DOMAIN);
+    // The keyed service steps aside; the same service without CONCLAVE_COUNCIL_KEY_FILE takes the commands.
+    const keyed = h.instances.find((i) => i.name === 'council')!;
+    await h.kill(keyed);
+    const keyless = await startCouncil(loadConfig(CouncilConfig, { ...h.env, CONCLAVE_COUNCIL_KEY_FILE: '' }));
+    try {
+      expect(await bridge('alice', { run_id: runId, quorum: 2 })).toMatchObject({ ok: false, error: { code: 'BRIDGE_NOT_CONFIGURED' } });
+      expect(await entriesOf(runId)).toEqual([]);
+    } finally {
+      await keyless.close();
+      await h.add('council');
+    }
+  });
+});
