@@ -1,13 +1,11 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parseDomainPolicy } from '@conclave/acp-protocol';
 import { formatReplay, readPolicyFile, replayDomain, ReplayReport } from '../../apps/cli/src/commands/policies.command';
 import { ConclaveHarness } from '../support/conclave-harness';
 import { DecisionCollector } from '../support/decisions';
-
-const ROOT = resolve(__dirname, '../..');
+import { runConclave } from '../support/cli';
 
 /**
  * `conclave replay --policy <file> --domain <d> --since <time>`: past proposals of Appendix C,
@@ -129,23 +127,5 @@ describe('what-if replay of a domain under a proposed policy (conclave replay)',
     expect(() => readPolicyFile(file)).toThrow(expect.objectContaining({ code: 'INVALID_JSON' }));
   });
 
-  function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    return new Promise((done, fail) => {
-      const child = spawn(
-        process.execPath,
-        ['-r', '@swc-node/register', '-r', 'tsconfig-paths/register', 'apps/cli/src/main.ts', ...args],
-        {
-          cwd: ROOT,
-          env: { ...process.env, TS_NODE_PROJECT: 'tsconfig.base.json', NATS_URL: h.env['NATS_URL'] },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      );
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (b) => (stdout += b));
-      child.stderr.on('data', (b) => (stderr += b));
-      child.on('error', fail);
-      child.on('close', (code) => done({ code, stdout, stderr }));
-    });
-  }
+  const runCli = (args: string[]) => runConclave(args, { NATS_URL: h.env['NATS_URL'] }, { inherit: true });
 });

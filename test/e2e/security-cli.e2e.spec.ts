@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,8 +5,8 @@ import { nkeys } from 'nats';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ConclaveClient, ed25519Signer, generateParticipantKeys } from '@conclave/sdk';
 import { ACCOUNT_PASSWORDS, AccountsDeployment, accountsTemplate, agentEntryFor } from '../support/accounts-nats';
+import { runConclave } from '../support/cli';
 
-const ROOT = join(__dirname, '../..');
 const PASSWORDS = ACCOUNT_PASSWORDS;
 
 /**
@@ -29,17 +28,7 @@ function credsFile(name: string, publicKey: string, seed: string): string {
   return `-----BEGIN NATS USER JWT-----\n${jwt}\n------END NATS USER JWT------\n\n-----BEGIN USER NKEY SEED-----\n${seed}\n------END USER NKEY SEED------\n`;
 }
 
-/** The CLI as a person runs it (`npm run conclave -- ...`), as a process of its own. */
-function conclave(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((ok) => {
-    execFile(
-      process.execPath,
-      ['-r', '@swc-node/register', '-r', 'tsconfig-paths/register', 'apps/cli/src/main.ts', ...args],
-      { cwd: ROOT, env: { PATH: process.env['PATH'] ?? '', TS_NODE_PROJECT: 'tsconfig.base.json', ...env }, timeout: 60_000 },
-      (err, stdout, stderr) => ok({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
-    );
-  });
-}
+const conclave = runConclave;
 
 /**
  * The CLI against a NATS server with accounts on (deploy/nats/nats-accounts.conf, a private

@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AckPolicy, connect, headers, JetStreamManager, NatsConnection } from 'nats';
+import { AckPolicy, headers, JetStreamManager, NatsConnection } from 'nats';
 import type { MemberDescriptor, RunRecord } from '@conclave/council-protocol';
 import { acpStreamNames, ensureMemberTaskConsumer, memberTaskConsumerConfig } from '@conclave/messaging';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
@@ -16,7 +16,7 @@ import {
   scriptedPanel,
 } from '@conclave/sdk';
 import { eventually } from '../support/conclave-harness';
-import { ACCOUNT_PASSWORDS, AccountsDeployment, accountsTemplate, agentEntryFor } from '../support/accounts-nats';
+import { AccountsDeployment, accountsTemplate, agentEntryFor } from '../support/accounts-nats';
 
 const TASKS = acpStreamNames().councilTasks;
 const encode = (x: unknown) => new TextEncoder().encode(typeof x === 'string' ? x : JSON.stringify(x));
@@ -48,20 +48,10 @@ describe('security: council members under NATS accounts', () => {
     generateParticipantKeys(),
   );
   const keys = new Map<string, ParticipantKeyPair>();
-  const open: NatsConnection[] = [];
   const members: ScriptedMember[] = [];
 
   /** A NATS connection as the agent's own user and inbox prefix (`agent` is the template entry itself). */
-  const natsAs = async (user: string): Promise<NatsConnection> => {
-    const nc = await connect({
-      servers: deployment.url,
-      user,
-      pass: ACCOUNT_PASSWORDS[`CONCLAVE_${user.toUpperCase()}_PASSWORD`],
-      inboxPrefix: `_INBOX_${user}`,
-    });
-    open.push(nc);
-    return nc;
-  };
+  const natsAs = (user: string): Promise<NatsConnection> => deployment.connectAs(user);
   const signer = (id: string) => ed25519Signer(id, keys.get(id)!.privateKeyPem);
   const refusedByServer = (p: Promise<unknown>) => expect(p).rejects.toMatchObject({ code: 'PERMISSIONS_VIOLATION' });
 
@@ -77,7 +67,6 @@ describe('security: council members under NATS accounts', () => {
 
   afterAll(async () => {
     await Promise.all(members.map((m) => m.stop()));
-    for (const nc of open) await nc.close().catch(() => undefined);
     await deployment.stop();
   });
 

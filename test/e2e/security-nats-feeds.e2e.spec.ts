@@ -1,16 +1,15 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AckPolicy, connect, DeliverPolicy, JetStreamManager, NatsConnection } from 'nats';
+import { AckPolicy, DeliverPolicy, JetStreamManager, NatsConnection } from 'nats';
 import type { DecisionEvent } from '@conclave/acp-protocol';
 import { acpStreamNames } from '@conclave/messaging';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ConclaveClient, ed25519Signer, FeedError, generateParticipantKeys, ParticipantKeyPair } from '@conclave/sdk';
 import { eventually } from '../support/conclave-harness';
 import { ACCOUNT_PASSWORDS, AccountsDeployment, accountsTemplate, agentEntryFor } from '../support/accounts-nats';
+import { runConclave } from '../support/cli';
 
-const ROOT = join(__dirname, '../..');
 const EVENTS = 'CONCLAVE_EVENTS';
 const DECISIONS = acpStreamNames().decisions;
 const INJECTED = 'conclave.evt.proposal.injected';
@@ -22,17 +21,7 @@ function accountsWithAgents(names: string[]): string {
   return conf.replace(agentEntry, [agentEntry, ...names.map((n) => agentEntryFor(agentEntry, n))].join('\n'));
 }
 
-/** The CLI as an operator runs it, as a process of its own. */
-function conclave(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((ok) => {
-    execFile(
-      process.execPath,
-      ['-r', '@swc-node/register', '-r', 'tsconfig-paths/register', 'apps/cli/src/main.ts', ...args],
-      { cwd: ROOT, env: { PATH: process.env['PATH'] ?? '', TS_NODE_PROJECT: 'tsconfig.base.json', ...env }, timeout: 60_000 },
-      (err, stdout, stderr) => ok({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
-    );
-  });
-}
+const conclave = runConclave;
 
 /**
  * JetStream feeds under NATS accounts (deploy/nats/nats-accounts.conf on a private nats-server,
@@ -49,19 +38,9 @@ describe('security: NATS accounts, no consumer creates by agents and readers; pr
     generateParticipantKeys(),
   );
   const keys = new Map<string, ParticipantKeyPair>();
-  const open: NatsConnection[] = [];
   const clients: ConclaveClient[] = [];
 
-  const natsAs = async (user: string): Promise<NatsConnection> => {
-    const nc = await connect({
-      servers: deployment.url,
-      user,
-      pass: ACCOUNT_PASSWORDS[`CONCLAVE_${user.toUpperCase()}_PASSWORD`],
-      inboxPrefix: `_INBOX_${user}`,
-    });
-    open.push(nc);
-    return nc;
-  };
+  const natsAs = (user: string): Promise<NatsConnection> => deployment.connectAs(user);
   const clientAs = async (user: string, signAs?: string): Promise<ConclaveClient> => {
     const client = await ConclaveClient.connect({
       nc: await natsAs(user),
@@ -102,7 +81,6 @@ describe('security: NATS accounts, no consumer creates by agents and readers; pr
 
   afterAll(async () => {
     for (const c of clients) await c.close().catch(() => undefined);
-    for (const nc of open) await nc.close().catch(() => undefined);
     await deployment.stop();
   });
 

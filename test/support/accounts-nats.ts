@@ -5,6 +5,7 @@ import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import type { ParticipantKeyPair } from '@conclave/sdk';
 import { ConclaveClient, ed25519Signer } from '@conclave/sdk';
+import { connect, type NatsConnection } from 'nats';
 import { loadConfig } from '@conclave/service-kit';
 import { IntakeConfig } from '../../apps/intake/src/app/intake.config';
 import { startIntake } from '../../apps/intake/src/app/intake.app';
@@ -83,6 +84,7 @@ export class AccountsDeployment {
   admin!: ConclaveClient;
   private server: ChildProcess | undefined;
   private readonly services: INestApplication[] = [];
+  private readonly connections: NatsConnection[] = [];
 
   constructor(
     private readonly dir: string,
@@ -129,6 +131,18 @@ export class AccountsDeployment {
     return app;
   }
 
+  /** A NATS connection as `user` of the accounts config, under its own inbox prefix; closed by stop(). */
+  async connectAs(user: string): Promise<NatsConnection> {
+    const nc = await connect({
+      servers: this.url,
+      user,
+      pass: ACCOUNT_PASSWORDS[`CONCLAVE_${user.toUpperCase()}_PASSWORD`],
+      inboxPrefix: `_INBOX_${user}`,
+    });
+    this.connections.push(nc);
+    return nc;
+  }
+
   /** Stops a service started by startService (the SIGTERM path). */
   async stopService(app: INestApplication): Promise<void> {
     this.services.splice(this.services.indexOf(app), 1);
@@ -153,6 +167,7 @@ export class AccountsDeployment {
   }
 
   async stop(): Promise<void> {
+    for (const nc of this.connections.splice(0)) await nc.close().catch(() => undefined);
     await this.admin?.close().catch(() => undefined);
     for (const app of this.services.splice(0).reverse()) await app.close().catch(() => undefined);
     await this.intake?.close().catch(() => undefined);
