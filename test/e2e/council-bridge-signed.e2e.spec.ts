@@ -238,13 +238,16 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
       quorum: 2,
       payload: { deliberate: { goal_contract: goal('s6'), panel: seat('s6'), policy: { stage_timeout_ms: 10_000 } } },
     });
-    const ask = await alice.propose({
+    // Alice asks through the SDK: a proposal whose payload carries `deliberate`.
+    const { proposal: ask, run_id: runId } = await alice.requestDeliberation({
       domain: DOMAIN,
       author: 'alice',
       quorum: 2,
-      payload: { deliberate: { goal_contract: goal('s7'), panel: seat('s7'), policy: { stage_timeout_ms: 10_000 } } },
+      goal_contract: { ...goal('s7') },
+      panel: seat('s7'),
+      policy: { stage_timeout_ms: 10_000 },
     });
-    const runId = `acp_${ask.proposal_id}`;
+    expect(runId).toBe(`acp_${ask.proposal_id}`);
     expect((await councilDecisions.waitFor(runId)).terminal_state).toBe('decided');
     const rec = await eventually(
       async () => {

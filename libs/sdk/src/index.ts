@@ -2,6 +2,7 @@ export { ConclaveClient } from './lib/conclave-client';
 export type {
   ConclaveClientOptions,
   ProposeInput,
+  DeliberationInput,
   VoteInput,
   ListQuery,
   DecisionsOptions,

@@ -1,5 +1,6 @@
 import { parseDecisionEvent, parseProposal } from '@conclave/acp-protocol';
 import type { DecisionEvent, EscalationMetadata, LineageNode, Proposal, ProposalStatus, Resolution } from '@conclave/acp-protocol';
+import { councilRunIdForProposal, DELIBERATION_PAYLOAD_KEY } from '@conclave/council-protocol';
 import { acpStreamNames, acpSubjects, AcpSubjects, ErrorReply, OkReply } from '@conclave/messaging';
 import { AckPolicy, Authenticator, connect, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import { ulid } from 'ulid';
@@ -61,6 +62,25 @@ export interface ProposeInput {
   caused_by?: string[];
   /** Extensions the deployment understands (classification, payload_signature...). */
   [extension: string]: unknown;
+}
+
+/**
+ * An ACP proposal that asks the council service for a deliberation: the payload carries
+ * `deliberate: {goal_contract, panel, policy?, bridge?}` (docs/council-conformance.md).
+ */
+export interface DeliberationInput {
+  proposal_id?: string;
+  domain: string;
+  /** The proposal's author: the GoalContract's decision owner. */
+  author: string;
+  quorum: number;
+  quorum_policy?: { kind: string; threshold?: number };
+  expires_at?: string | null;
+  goal_contract: Record<string, unknown>;
+  panel: unknown[];
+  policy?: Record<string, unknown>;
+  /** How the decision comes back to ACP; by default this proposal's quorum and quorum policy. */
+  bridge?: { quorum: number; quorum_policy?: { kind: string; threshold?: number }; expires_at?: string | null };
 }
 
 /** A vote: the service computes the weight from the factors (spec 6.1). */
@@ -208,6 +228,18 @@ export class ConclaveClient {
       created_at: input.created_at ?? new Date().toISOString(),
     };
     return (await this.withRetries(() => this.command<{ proposal: Proposal }>('propose', body))).proposal;
+  }
+
+  /**
+   * Asks for a council through ACP. The council service starts the run `run_id` (derived from the
+   * proposal's id) with the author as its decision owner, and posts its decision back to ACP as
+   * an observation and a proposal, `caused_by` this one.
+   */
+  async requestDeliberation(input: DeliberationInput): Promise<{ proposal: Proposal; run_id: string }> {
+    const { goal_contract, panel, policy, bridge, ...entry } = input;
+    const ask = { goal_contract, panel, ...(policy !== undefined ? { policy } : {}), ...(bridge ? { bridge } : {}) };
+    const proposal = await this.propose({ ...entry, type: 'proposal', payload: { [DELIBERATION_PAYLOAD_KEY]: ask } });
+    return { proposal, run_id: councilRunIdForProposal(proposal.proposal_id) };
   }
 
   endorse(proposalId: string, vote: VoteInput): Promise<Proposal> {
