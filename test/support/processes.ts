@@ -50,7 +50,9 @@ export function ensureBuilt(names: readonly ServiceName[]): void {
   try {
     execFileSync('npx', ['nx', 'run-many', '-t', 'build', `--projects=${missing.join(',')}`, '--outputStyle=static'], {
       cwd: ROOT,
-      env: { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true' },
+      // The bench launchers set a relative TS_NODE_PROJECT, which webpack's config loader would
+      // resolve from elsewhere: the build finds its own.
+      env: { ...process.env, TS_NODE_PROJECT: undefined, NX_DAEMON: 'false', NX_NO_CLOUD: 'true' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
   } finally {
@@ -192,17 +194,18 @@ export class ServiceProcesses {
    */
   async add(name: ServiceName): Promise<ServiceProcess> {
     for (let attempt = 1; ; attempt++) {
+      // This attempt's own process: others may be starting in parallel.
+      let mine: ServiceProcess | undefined;
       try {
-        return await this.addOnce(name);
+        return await this.addOnce(name, (p) => (mine = p));
       } catch (err) {
-        const last = this.processes[this.processes.length - 1];
-        if (attempt >= 3 || !last || last.name !== name || last.child.exitCode === null) throw err;
-        this.crashRestarts.push(`${name} exited with ${last.child.exitCode} while starting`);
+        if (attempt >= 3 || !mine || mine.child.exitCode === null) throw err;
+        this.crashRestarts.push(`${name} exited with ${mine.child.exitCode} while starting`);
       }
     }
   }
 
-  private async addOnce(name: ServiceName): Promise<ServiceProcess> {
+  private async addOnce(name: ServiceName, spawned: (p: ServiceProcess) => void): Promise<ServiceProcess> {
     ensureBuilt([name]);
     const port = await freePort();
     const logFile = join(this.logDir, `${name}-${this.processes.length}.log`);
@@ -223,6 +226,7 @@ export class ServiceProcesses {
     child.stderr?.pipe(out);
     const p = { name, child, port, logFile };
     this.processes.push(p);
+    spawned(p);
     try {
       await until(
         async () => {

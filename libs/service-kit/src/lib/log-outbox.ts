@@ -89,9 +89,16 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
     const stored = await this.checkpoints.load(this.outbox.checkpoint);
     this.position = stored?.position ?? 'start';
     this.revision = stored?.revision ?? 0;
-    await this.follow();
-    await this.save();
-    this.caughtUp = true;
+    try {
+      await this.follow();
+      await this.save();
+      this.caughtUp = true;
+    } catch (err) {
+      // A publish not acknowledged or a read timing out while catching up a big backlog is no
+      // reason to fail the start: the restart loop (which the failed subscription already began)
+      // resumes from the checkpoint, and the outbox is not ready until it has caught up.
+      this.logger.warn(`${this.outbox.checkpoint} did not catch up at start (${(err as Error).message}); resuming`);
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -168,7 +175,9 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
       this.position = stored?.position ?? 'start';
       this.revision = stored?.revision ?? 0;
       await new Promise((r) => setTimeout(r, RESTART_AFTER_MS));
-      if (!this.stopping) await this.follow();
+      if (this.stopping) return;
+      await this.follow();
+      this.caughtUp = true;
     })().catch((e: Error) => this.restart(e));
   }
 

@@ -124,6 +124,47 @@ describe('Reactor', () => {
     await reactor.stop();
   });
 
+  it('given a first catch-up that times out (a loaded server), when the reactor starts, then it tries again and starts, instead of failing the start', async () => {
+    const log = new InMemoryEventLog<E>();
+    await append(log, 1, 5);
+    let attempts = 0;
+    const timingOut = new Proxy(log, {
+      get: (t, p) =>
+        p === 'subscribe'
+          ? (cats: never, from: never, handler: (e: StoredEvent<E>) => Promise<void>): Subscription => {
+              if (++attempts > 2) return t.subscribe(cats, from, handler);
+              const failed = Promise.reject(new LogUnavailableError('subscribe', undefined, { cause: new Error('TIMEOUT') }));
+              failed.catch(() => undefined);
+              return { caughtUp: failed, closed: failed, stop: async () => undefined };
+            }
+          : (t as never)[p],
+    }) as EventLog<E>;
+    const { state, definition } = summing();
+    const fatal = jest.fn();
+    const reactor = new Reactor(timingOut, definition, fatal, 60_000, new Readiness());
+
+    await reactor.start();
+
+    expect(attempts).toBe(3);
+    expect(state.seen).toEqual([1, 2, 3, 4, 5]);
+    expect(fatal).not.toHaveBeenCalled();
+    await reactor.stop();
+  });
+
+  it('given a first catch-up that fails with a handler error (a bug, not an outage), when the reactor starts, then the start fails at once', async () => {
+    const log = new InMemoryEventLog<E>();
+    await append(log, 1, 2);
+    const definition: ReactorDefinition<E> = {
+      name: 'broken',
+      categories: ['count'],
+      apply: () => {
+        throw new TypeError('a bug');
+      },
+    };
+    const reactor = new Reactor(log, definition, jest.fn(), 60_000, new Readiness());
+    await expect(reactor.start()).rejects.toBeInstanceOf(TypeError);
+  });
+
   it('given a subscription that ends without being asked to (it resolves as if stopped), then the reactor resumes rather than stay ready while following nothing', async () => {
     const log = new InMemoryEventLog<E>();
     let first = true;

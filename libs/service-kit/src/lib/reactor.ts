@@ -151,8 +151,26 @@ export class Reactor<E extends LogEvent> {
       }
     }
     this.resumedFrom = this.position;
-    await this.follow();
+    await this.followAtStart();
     await this.saveSnapshot();
+  }
+
+  /**
+   * The first catch-up, retried like a resumed subscription: a read timing out while a big
+   * backlog is caught up on a loaded server is no reason to fail the start. Given up after the
+   * same limit, or at once for anything but an unavailable log.
+   */
+  private async followAtStart(): Promise<void> {
+    const since = Date.now();
+    for (let delay = FIRST_RETRY_MS; ; delay = Math.min(MAX_RETRY_MS, delay * 2)) {
+      try {
+        return await this.follow();
+      } catch (err) {
+        if (this.stopping || !(err instanceof LogUnavailableError) || Date.now() - since > this.giveUpMs) throw err;
+        this.logger.warn(`catch-up failed (${err.message}); again after ${this.position} in ${delay} ms`);
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
   }
 
   async stop(): Promise<void> {
