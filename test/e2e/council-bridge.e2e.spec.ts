@@ -29,7 +29,8 @@ describe('council → ACP bridge end to end (apps/council + intake + resolver + 
 
   beforeAll(async () => {
     await c.start();
-    await c.h.start('intake', 'resolver', 'escalation');
+    // More services on the harness's one connection (a second start() would open another, never drained).
+    for (const name of ['intake', 'resolver', 'escalation'] as const) await c.h.add(name);
     decisions = new DecisionCollector(c.h.client);
   });
   afterAll(() => c.stop());

@@ -99,7 +99,11 @@ export class AcpBridge implements OnModuleInit {
 
   onModuleInit(): void {
     // A key that cannot be read is a configuration error: refuse to start rather than fail later.
-    if (this.config.bridgeKeyFile) this.key = createPrivateKey(readFileSync(this.config.bridgeKeyFile));
+    if (!this.config.bridgeKeyFile) return;
+    const key = createPrivateKey(readFileSync(this.config.bridgeKeyFile));
+    if (key.asymmetricKeyType !== 'ed25519')
+      throw new Error(`CONCLAVE_COUNCIL_KEY_FILE holds a ${key.asymmetricKeyType} key; the registry takes Ed25519 keys`);
+    this.key = key;
   }
 
   /** `council.v1.acp.propose`: the decision owner, authenticated, asks for its run's decision to be posted. */
@@ -149,9 +153,11 @@ export class AcpBridge implements OnModuleInit {
       );
     const runId = state.run_id;
     const at = state.decision?.recorded_at ?? (state.status === 'terminated' ? state.terminal.at : state.started_at);
-    const ids = { observation_id: councilEntryUlid(runId, 'decision', at), proposal_id: councilEntryUlid(runId, 'proposal', at) };
-    const domain = runDomain(state.goal_contract);
     const done = state.acp_bridge;
+    const ids = done
+      ? { observation_id: done.observation_id, proposal_id: done.proposal_id }
+      : { observation_id: councilEntryUlid(runId, 'decision', at), proposal_id: councilEntryUlid(runId, 'proposal', at) };
+    const domain = runDomain(state.goal_contract);
     let status: string;
     let escalate: { reason: string; requested_by: string } | null;
     if (done) {
