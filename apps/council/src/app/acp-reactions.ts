@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { AcpError, PROPOSAL_STREAM_CATEGORY, ProposalEvent } from '@conclave/acp-protocol';
 import {
   AcpReaction,
@@ -11,7 +11,7 @@ import {
   settleAcpReaction,
 } from '@conclave/council-protocol';
 import type { StartFrom, StoredEvent } from '@conclave/event-log';
-import { CLOCK, Clock, Reactor, Reactors, TimerOutcome, TimerQueue } from '@conclave/service-kit';
+import { CLOCK, Clock, ConclaveMetrics, Reactor, Reactors, TimerOutcome, TimerQueue, trackTimerQueue } from '@conclave/service-kit';
 import { AcpBridge } from './acp-bridge';
 import { CouncilCommands } from './council-commands';
 import { RunDriver } from './run-driver';
@@ -42,6 +42,7 @@ export class AcpReactions implements OnApplicationBootstrap, OnApplicationShutdo
     private readonly commands: CouncilCommands,
     private readonly bridge: AcpBridge,
     private readonly driver: RunDriver,
+    @Optional() metrics?: ConclaveMetrics,
   ) {
     this.timers = new TimerQueue({
       name: 'council-acp',
@@ -53,6 +54,7 @@ export class AcpReactions implements OnApplicationBootstrap, OnApplicationShutdo
           this.logger.warn(`${key}: attempt ${attempt} failed, retrying: ${(err as Error)?.message}`);
       },
     });
+    if (metrics) trackTimerQueue(metrics, 'council-acp', this.timers);
     this.reactor = reactors.create<ProposalEvent | CouncilEvent>({
       name: 'council-acp',
       categories: [PROPOSAL_STREAM_CATEGORY, COUNCIL_RUN_CATEGORY],
