@@ -56,14 +56,8 @@ import {
   REGISTRY_COMMAND_TYPES,
   RegistryCommand,
 } from '@conclave/registry-protocol';
-import {
-  ConclaveClient,
-  CouncilClient,
-  relentlessBehaviour,
-  ScriptedMember,
-  scriptedDescriptor,
-  scriptedGoalContract,
-} from '@conclave/sdk';
+import { ConclaveClient, CouncilClient } from '@conclave/sdk';
+import { relentlessBehaviour, ScriptedMember, scriptedDescriptor, scriptedGoalContract } from '@conclave/sdk/testing';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';

@@ -13,14 +13,8 @@ import 'reflect-metadata';
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { acpStreamNames } from '@conclave/messaging';
-import {
-  CouncilClient,
-  CouncilDecisionMessage,
-  ScriptedMember,
-  relentlessBehaviour,
-  scriptedDescriptor,
-  scriptedGoalContract,
-} from '@conclave/sdk';
+import { CouncilClient, CouncilDecisionMessage } from '@conclave/sdk';
+import { ScriptedMember, relentlessBehaviour, scriptedDescriptor, scriptedGoalContract } from '@conclave/sdk/testing';
 import { ConclaveHarness } from '../test/support/conclave-harness';
 
 const RUNS = int('BENCH_RUNS', 5);

@@ -4,17 +4,8 @@ import { join } from 'node:path';
 import { INestApplication } from '@nestjs/common';
 import { acpStreamNames } from '@conclave/messaging';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
-import {
-  ConclaveClient,
-  CouncilClient,
-  ed25519Signer,
-  generateParticipantKeys,
-  ScriptedBehaviour,
-  ScriptedMember,
-  scriptedGoalContract,
-  scriptedPanel,
-  valueConflictBehaviour,
-} from '@conclave/sdk';
+import { ConclaveClient, CouncilClient, ed25519Signer, generateParticipantKeys } from '@conclave/sdk';
+import { ScriptedBehaviour, ScriptedMember, scriptedGoalContract, scriptedPanel, valueConflictBehaviour } from '@conclave/sdk/testing';
 import { headers as natsHeaders } from 'nats';
 import { loadConfig } from '@conclave/service-kit';
 import { AcpReactions } from '../../apps/council/src/app/acp-reactions';

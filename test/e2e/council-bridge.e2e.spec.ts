@@ -1,7 +1,7 @@
 import { CouncilEvent, RunRecord, councilRunStream } from '@conclave/council-protocol';
 import type { EventLog } from '@conclave/event-log';
 import { EVENT_LOG } from '@conclave/service-kit';
-import { ScriptedBehaviour, scriptedGoalContract, scriptedPanel, valueConflictBehaviour } from '@conclave/sdk';
+import { ScriptedBehaviour, scriptedGoalContract, scriptedPanel, valueConflictBehaviour } from '@conclave/sdk/testing';
 import { AcpReactions } from '../../apps/council/src/app/acp-reactions';
 import { eventually } from '../support/conclave-harness';
 import { CouncilHarness } from '../support/council-harness';

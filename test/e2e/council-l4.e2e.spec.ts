@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { MemberDescriptor, RunRecord } from '@conclave/council-protocol';
-import { ScriptedMember, scriptedDescriptor, scriptedGoalContract } from '@conclave/sdk';
+import { ScriptedMember, scriptedDescriptor, scriptedGoalContract } from '@conclave/sdk/testing';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the CLI's commands are exercised in-process, as in council-cli.e2e
 import { registerCouncilCommands } from '../../apps/cli/src/commands/council.command';
 import { CouncilHarness } from '../support/council-harness';

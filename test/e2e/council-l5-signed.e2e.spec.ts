@@ -1,5 +1,6 @@
 import { acpStreamNames } from '@conclave/messaging';
-import { CouncilClient, ed25519Signer, scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk';
+import { CouncilClient, ed25519Signer } from '@conclave/sdk';
+import { scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk/testing';
 import { headers as natsHeaders } from 'nats';
 import { SecureConclaveHarness } from '../support/conclave-harness';
 import { CouncilDecisionCollector } from '../support/council-harness';

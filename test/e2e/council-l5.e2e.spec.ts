@@ -1,7 +1,7 @@
 import { CapabilityRunInput, RunRecord, StructuredOutcome, projectCapabilities, scopeKey } from '@conclave/council-protocol';
 import { acpStreamNames } from '@conclave/messaging';
 import { MemberDescriptor } from '@conclave/council-protocol';
-import { scriptedDescriptor, scriptedGoalContract } from '@conclave/sdk';
+import { scriptedDescriptor, scriptedGoalContract } from '@conclave/sdk/testing';
 import { CouncilHarness } from '../support/council-harness';
 import { eventually } from '../support/conclave-harness';
 

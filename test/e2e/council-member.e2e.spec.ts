@@ -1,6 +1,6 @@
 import { ANSWER_SCHEMAS, memberApiSchemas, RUN_RECORD_SCHEMAS } from '@conclave/council-protocol';
 import { councilSubjects } from '@conclave/messaging';
-import { candidateFor, cleanBehaviour, ScriptedMember, scriptedGoalContract, scriptedPanel } from '@conclave/sdk';
+import { candidateFor, cleanBehaviour, ScriptedMember, scriptedGoalContract, scriptedPanel } from '@conclave/sdk/testing';
 import { CouncilHarness } from '../support/council-harness';
 
 /**

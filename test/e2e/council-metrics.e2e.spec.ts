@@ -1,4 +1,4 @@
-import { cleanBehaviour, scriptedGoalContract, scriptedPanel } from '@conclave/sdk';
+import { cleanBehaviour, scriptedGoalContract, scriptedPanel } from '@conclave/sdk/testing';
 import { CouncilHarness } from '../support/council-harness';
 import { eventually } from '../support/conclave-harness';
 

@@ -1,5 +1,5 @@
 import { COUNCIL_COMMAND_TYPES as C } from '@conclave/council-protocol';
-import { cleanBehaviour, scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk';
+import { cleanBehaviour, scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk/testing';
 import { RunDriver } from '../../apps/council/src/app/run-driver';
 import { RunLeases } from '../../apps/council/src/app/run-lease';
 import { CouncilHarness } from '../support/council-harness';

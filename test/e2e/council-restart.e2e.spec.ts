@@ -1,4 +1,4 @@
-import { cleanBehaviour, scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk';
+import { cleanBehaviour, scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk/testing';
 import { CouncilHarness } from '../support/council-harness';
 
 /**

@@ -1,14 +1,7 @@
 import { AUTH_HEADERS } from '@conclave/registry-protocol';
 import { acpStreamNames } from '@conclave/messaging';
-import {
-  cleanBehaviour,
-  CouncilClient,
-  CouncilRequestError,
-  ed25519Signer,
-  scriptedGoalContract,
-  scriptedPanel,
-  ScriptedMember,
-} from '@conclave/sdk';
+import { CouncilClient, CouncilRequestError, ed25519Signer } from '@conclave/sdk';
+import { cleanBehaviour, scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk/testing';
 import { headers as natsHeaders } from 'nats';
 import { ulid } from 'ulid';
 import { SecureConclaveHarness } from '../support/conclave-harness';

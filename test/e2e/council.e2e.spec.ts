@@ -1,5 +1,5 @@
+import { CouncilRequestError } from '@conclave/sdk';
 import {
-  CouncilRequestError,
   ScriptedBehaviour,
   ScriptedMember,
   cleanBehaviour,
@@ -9,7 +9,7 @@ import {
   scriptedGoalContract,
   scriptedPanel,
   valueConflictBehaviour,
-} from '@conclave/sdk';
+} from '@conclave/sdk/testing';
 import { CouncilHarness } from '../support/council-harness';
 
 /**

@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { AUDIT_PATTERNS } from '@conclave/registry-protocol';
-import { ConclaveClient, CouncilClient, ed25519Signer, scriptedGoalContract, scriptedPanel } from '@conclave/sdk';
+import { ConclaveClient, CouncilClient, ed25519Signer } from '@conclave/sdk';
+import { scriptedGoalContract, scriptedPanel } from '@conclave/sdk/testing';
 import { ConclaveHarness, eventually, SecureConclaveHarness, ServiceName } from '../support/conclave-harness';
 import { formatReport, FuzzReport, Fuzzer, setLearner } from '../support/fuzz';
 import type { FuzzWorld } from '../support/fuzz-inputs';

@@ -1,4 +1,5 @@
-import { cleanBehaviour, CouncilTask, scriptedArtifact, scriptedGoalContract, scriptedPanel } from '@conclave/sdk';
+import { CouncilTask } from '@conclave/sdk';
+import { cleanBehaviour, scriptedArtifact, scriptedGoalContract, scriptedPanel } from '@conclave/sdk/testing';
 import { CouncilHarness } from '../support/council-harness';
 import { httpAgent, McpAgent } from '../support/mcp-client';
 

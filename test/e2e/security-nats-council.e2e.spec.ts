@@ -5,16 +5,8 @@ import { AckPolicy, headers, JetStreamManager, NatsConnection } from 'nats';
 import type { MemberDescriptor, RunRecord } from '@conclave/council-protocol';
 import { acpStreamNames, ensureMemberTaskConsumer, memberTaskConsumerConfig } from '@conclave/messaging';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
-import {
-  cleanBehaviour,
-  CouncilClient,
-  ed25519Signer,
-  generateParticipantKeys,
-  ParticipantKeyPair,
-  ScriptedMember,
-  scriptedGoalContract,
-  scriptedPanel,
-} from '@conclave/sdk';
+import { CouncilClient, ed25519Signer, generateParticipantKeys, ParticipantKeyPair } from '@conclave/sdk';
+import { cleanBehaviour, ScriptedMember, scriptedGoalContract, scriptedPanel } from '@conclave/sdk/testing';
 import { eventually } from '../support/conclave-harness';
 import { AccountsDeployment, accountsTemplate, agentEntryFor } from '../support/accounts-nats';
 

@@ -1,5 +1,6 @@
 import { acpStreamNames } from '@conclave/messaging';
-import { CouncilClient, CouncilDecisionMessage, ScriptedBehaviour, ScriptedMember } from '@conclave/sdk';
+import { CouncilClient, CouncilDecisionMessage } from '@conclave/sdk';
+import { ScriptedBehaviour, ScriptedMember } from '@conclave/sdk/testing';
 import type { ConsumerMessages } from 'nats';
 import { ConclaveHarness } from './conclave-harness';
 

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { ENTRY_TYPES, HUMAN_OUTCOMES, PROPOSAL_STATUSES, RESPONSE_TYPES, WIRE_SCHEMA_VERSION } from '@conclave/acp-protocol';
 import { ACP_COMMANDS, COUNCIL_COMMANDS } from '@conclave/messaging';
 import { AUDIT_PATTERNS, AUTH_HEADERS, REGISTRY_PATTERNS } from '@conclave/registry-protocol';
-import { scriptedGoalContract, scriptedPanel } from '@conclave/sdk';
+import { scriptedGoalContract, scriptedPanel } from '@conclave/sdk/testing';
 import type { ServiceName } from './conclave-harness';
 
 /** The escalation service's inbox queries (apps/escalation's ESCALATION_PATTERNS, which the SDK also names). */

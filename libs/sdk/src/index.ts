@@ -23,6 +23,5 @@ export type {
   CouncilDecisionMessage,
   CouncilClientOptions,
 } from './lib/council-member';
-export * from './lib/scripted-members';
 export { ed25519Signer, generateParticipantKeys, jwtSigner, signPayload } from './lib/signing';
 export type { ParticipantKeyPair, PrivateKeyInput, SignerOptions } from './lib/signing';

@@ -1,6 +1,7 @@
 import { acpStreamNames } from '@conclave/messaging';
 import type { CouncilClientOptions } from '@conclave/sdk';
-import { CouncilClient, CouncilDecisionMessage, ScriptedMember, cleanBehaviour, scriptedGoalContract, scriptedPanel } from '@conclave/sdk';
+import { CouncilClient, CouncilDecisionMessage } from '@conclave/sdk';
+import { ScriptedMember, cleanBehaviour, scriptedGoalContract, scriptedPanel } from '@conclave/sdk/testing';
 import type { NatsConnection } from 'nats';
 
 export interface CouncilDemoOptions {
