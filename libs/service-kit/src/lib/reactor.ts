@@ -7,7 +7,7 @@ import { encodeSnapshot, type SnapshotStore } from './snapshot-store';
 import { NatsConnection } from 'nats';
 import { inLogContext } from './logging';
 import { ConclaveMetrics } from './metrics';
-import { categoryHeadProbe } from './metrics-event-log';
+import { categoryHeadProbe, positionNumber } from './metrics-event-log';
 import { trackReactor } from './metrics-reactors';
 import { inEventTrace, tracingOn } from './tracing';
 import { StartProgress } from './start-watch';
@@ -60,6 +60,16 @@ export interface ReactorDefinition<E extends LogEvent> {
   standby?(): boolean;
 }
 
+/**
+ * Checks a following reactor against the log: the newest event of its categories (`headOf`, a
+ * sequence number) every `everyMs`. Behind it at two checks in a row, with no event handled in
+ * between, the subscription has stalled without saying so, and is resumed like a lost one.
+ */
+export interface StallCheck {
+  readonly headOf: (categories: CategoryFilter) => Promise<number | undefined>;
+  readonly everyMs: number;
+}
+
 export interface SnapshotPolicy {
   readonly store: SnapshotStore;
   /** Name under which this reactor's snapshot is kept (shared by replicas). */
@@ -75,6 +85,8 @@ export interface SnapshotPolicy {
 const FIRST_RETRY_MS = 250;
 const SNAPSHOT_LOAD_TIMEOUT_MS = 15_000;
 const MAX_RETRY_MS = 5_000;
+/** How often a following reactor is compared with the log's head (see StallCheck). */
+const STALL_CHECK_MS = 10_000;
 
 /**
  * The one reactor runtime: follows the log from a position, hands each event to the reactor
@@ -104,6 +116,7 @@ export class Reactor<E extends LogEvent> {
     private readonly giveUpMs: number,
     readiness?: Readiness,
     private readonly snapshots?: SnapshotPolicy,
+    private readonly stallCheck?: StallCheck,
   ) {
     this.logger = new Logger(`Reactor:${definition.name}`);
     readiness?.register(`reactor:${definition.name}`, () => (this.isStandby || this.following) && !this.failed);
@@ -153,6 +166,39 @@ export class Reactor<E extends LogEvent> {
     this.resumedFrom = this.position;
     await this.followAtStart();
     await this.saveSnapshot();
+    this.watchForStalls();
+  }
+
+  private stallTimer: NodeJS.Timeout | undefined;
+
+  private watchForStalls(): void {
+    const check = this.stallCheck;
+    if (!check || this.stallTimer) return;
+    let behindAt: number | undefined;
+    let checking = false;
+    this.stallTimer = setInterval(() => {
+      if (checking || !this.following || this.stopping || this.isStandby) return void (behindAt = undefined);
+      checking = true;
+      const handledBefore = this.handled;
+      check
+        .headOf(this.definition.categories)
+        .then((head) => {
+          const behind = head !== undefined && head > positionNumber(this.position);
+          if (!behind) return void (behindAt = undefined);
+          if (behindAt === undefined || behindAt !== handledBefore) return void (behindAt = handledBefore);
+          // Behind at two checks in a row and nothing handled in between: stalled.
+          behindAt = undefined;
+          const sub = this.subscription;
+          if (!sub || !this.following) return;
+          this.logger.warn(`no event handled for ${check.everyMs} ms while the log is at ${head}: the subscription stalled`);
+          this.subscription = undefined;
+          void sub.stop().catch(() => undefined);
+          this.resume(new LogUnavailableError('subscribe', undefined, { cause: new Error('the subscription stalled') }));
+        })
+        .catch(() => undefined) // the log unreachable: the subscription says so itself
+        .finally(() => (checking = false));
+    }, check.everyMs);
+    this.stallTimer.unref();
   }
 
   /**
@@ -176,6 +222,8 @@ export class Reactor<E extends LogEvent> {
   async stop(): Promise<void> {
     this.stopping = true;
     this.following = false;
+    clearInterval(this.stallTimer);
+    this.stallTimer = undefined;
     const s = this.subscription;
     this.subscription = undefined;
     await s?.stop();
@@ -305,6 +353,7 @@ export class Reactors {
       everyMs: this.config.snapshotEveryMs,
     };
     const progress = this.progress;
+    const headOf = this.headOf();
     const reactor = new Reactor(
       this.log as unknown as EventLog<E>,
       progress
@@ -320,6 +369,7 @@ export class Reactors {
       this.config.resubscribeGiveUpMs,
       this.readiness,
       policy,
+      headOf ? { headOf, everyMs: STALL_CHECK_MS } : undefined,
     );
     if (this.metrics) trackReactor(this.metrics, definition.name, definition.categories, reactor, this.headOf());
     return reactor;
