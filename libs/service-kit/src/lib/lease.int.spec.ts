@@ -33,9 +33,11 @@ describe('KvLease: one holder at a time on JetStream KV, fenced by the revision'
 
   afterAll(async () => {
     for (const l of leases) await l.stop().catch(() => undefined);
-    const jsm = await connections[0]?.jetstreamManager();
-    await jsm?.streams.delete(`KV_${bucket}`).catch(() => undefined);
-    for (const nc of connections) await nc.close().catch(() => undefined);
+    // A test may have closed any holder's connection, so the clean-up opens its own.
+    const admin = await connect({ servers: NATS_URL });
+    const jsm = await admin.jetstreamManager();
+    await jsm.streams.delete(`KV_${bucket}`).catch(() => undefined);
+    for (const nc of [...connections, admin]) await nc.close().catch(() => undefined);
   });
 
   it('given five replicas starting at once, when they race for the lease, then exactly one holds it and the others stand by', async () => {
