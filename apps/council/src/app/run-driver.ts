@@ -15,7 +15,7 @@ import {
   controllerEvents,
   councilRunStream,
   decide,
-  decideNext,
+  decideNextFolding,
   foldRun,
   nextWakeAt,
   pendingTaskRequests,
@@ -75,24 +75,35 @@ const commandOnly: RunDecider = {
   evolveAll: (state, events) => foldRun(events, state),
 };
 
+/** What the last decision of `withController` issued, and the run after all its events. */
+interface Issued {
+  actions: ControllerAction[];
+  decided?: { on: CouncilRunState; events: readonly CouncilEvent[]; state: CouncilRunState };
+}
+
 /**
  * The command, then what the controller does next on its result, in one commit: the reply that
  * closes a stage and the next stage's tasks cost one append on the run's critical path. The
- * actions of the last decision are left in `issued`, to send once they are in the log.
+ * actions of the last decision are left in `issued`, to send once they are in the log. The run
+ * is copied once per decision: the controller folds its events into the command's result in
+ * place, and the pipeline's fold after the append reuses that state.
  */
-function withController(subjectPrefix: string, issued: { actions: ControllerAction[] }): RunDecider {
+function withController(subjectPrefix: string, issued: Issued): RunDecider {
   return {
     decide: ({ build, now }, state) => {
       issued.actions = [];
+      issued.decided = undefined;
       const events = decide(build(state, now), state);
       if (events.length === 0) return [];
-      const actions = decideNext(foldRun(events, state), now, { subjectPrefix });
-      issued.actions = actions;
-      return [...events, ...controllerEvents(actions)];
+      const next = decideNextFolding(foldRun(events, state), now, { subjectPrefix }, true);
+      issued.actions = next.actions;
+      const all = [...events, ...controllerEvents(next.actions)];
+      issued.decided = { on: state, events: all, state: next.state };
+      return all;
     },
     evolve: foldOne,
-    // One copy, then in place (the state may be large).
-    evolveAll: (state, events) => foldRun(events, state),
+    evolveAll: (state, events) =>
+      issued.decided && issued.decided.on === state && issued.decided.events === events ? issued.decided.state : foldRun(events, state),
   };
 }
 
@@ -152,9 +163,14 @@ class RunLoop {
     }).catch((err: unknown) => this.failed('step', err));
   }
 
-  /** Another writer appended to the run: re-read it and step. */
-  refresh(): void {
+  /**
+   * An event appeared in the log: unless the loop holds it already, another writer appended to the
+   * run, so re-read it and step. Checked in turn, not when the event is seen: the index may see the
+   * loop's own append before the loop has its acknowledgement.
+   */
+  refresh(eventId: string): void {
     this.exec(async () => {
+      if (this.state.status !== 'empty' && this.state.applied_event_ids[eventId]) return;
       await this.reload();
       await this.step();
     }).catch((err: unknown) => this.failed('refresh', err));
@@ -167,7 +183,7 @@ class RunLoop {
    */
   async execute(build: CommandBuilder): Promise<CouncilRunState> {
     return this.exec(async () => {
-      const issued: { actions: ControllerAction[] } = { actions: [] };
+      const issued: Issued = { actions: [] };
       const outcome = await pipeline(this.source(), this.runId, withController(this.subjectPrefix, issued), { build, now: this.now() });
       if (outcome.events.length > 0) {
         if (outcome.duplicate) await this.reload();
@@ -212,9 +228,9 @@ class RunLoop {
       for (const t of pendingTaskRequests(this.state, this.subjectPrefix)) if (this.unsent.has(t.request.task_id)) this.send(t.request);
     let conflicts = 0;
     while (!this.stopped && this.state.status === 'running') {
-      const actions = decideNext(this.state, this.now(), { subjectPrefix: this.subjectPrefix });
+      const { actions, state } = decideNextFolding(this.state, this.now(), { subjectPrefix: this.subjectPrefix });
       if (actions.length === 0) break;
-      if (!(await this.append(controllerEvents(actions)))) {
+      if (!(await this.append(controllerEvents(actions), state))) {
         if (++conflicts > MAX_CONFLICTS) return this.retryLater();
         continue;
       }
@@ -405,7 +421,7 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
   /** An event appeared in the log: if a run driven here did not write it, re-read and step. */
   observed(runId: string, eventId: string): void {
     const loop = this.loops.get(runId);
-    if (loop && (loop.state.status === 'empty' || !loop.state.applied_event_ids[eventId])) loop.refresh();
+    if (loop && (loop.state.status === 'empty' || !loop.state.applied_event_ids[eventId])) loop.refresh(eventId);
   }
 
   /**

@@ -108,24 +108,46 @@ const MAX_STEPS = 10_000;
  * checkpoints and timeouts, and terminates.
  */
 export function decideNext(state: CouncilRunState, now: string, options: ControllerOptions = {}): ControllerAction[] {
+  return decideNextFolding(state, now, options).actions;
+}
+
+/** What decideNext decided, and the run once its actions' events are folded in. */
+export interface ControllerStep {
+  actions: ControllerAction[];
+  /** `state` itself when there is nothing to do; never shares structure with it otherwise, unless `owned`. */
+  state: CouncilRunState;
+}
+
+/**
+ * decideNext, also returning the state after its events, so a caller that appends them need not
+ * fold them again. With `owned`, the caller hands over a private copy of the run (one it folded
+ * itself and shares with nobody): it is folded in place instead of being copied first.
+ */
+export function decideNextFolding(
+  state: CouncilRunState,
+  now: string,
+  options: ControllerOptions = {},
+  owned = false,
+): ControllerStep {
   instantMs(now, 'now');
-  if (state.status !== 'running') return [];
+  if (state.status !== 'running') return { actions: [], state };
   const actions: ControllerAction[] = [];
   // A private copy of the run, made on the first action and folded in place after that.
   let s: CouncilRunState = state;
-  let owned = false;
   for (let i = 0; i < MAX_STEPS; i++) {
-    if (s.status !== 'running') return actions;
+    if (s.status !== 'running') return { actions, state: s };
     const step = nextStep(s, now, options);
-    if (step.length === 0) return actions;
+    if (step.length === 0) return { actions, state: s };
     for (const a of step) {
       actions.push(a);
       // Actions may reference parts of `s` (inputs, the goal contract): freeze their events
       // before the in-place fold can touch the state they were built from.
       a.event = clone(a.event) as never;
       if (a.kind === 'IssueTask') a.request = clone(a.request);
+      const before = s;
       s = owned ? evolveRunInPlace(s, a.event) : evolveRun(s, a.event);
-      owned = true;
+      // An event the run already holds (a commit decided again) leaves `s` as it was, not copied.
+      if (s !== before) owned = true;
     }
   }
   throw new CouncilError('INTERNAL', 'controller did not reach a waiting state');
