@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { INestApplication } from '@nestjs/common';
 import { acpStreamNames } from '@conclave/messaging';
-import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
+import { AUDIT_PATTERNS, AuditEntry, REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ConclaveClient, CouncilClient, ed25519Signer, generateParticipantKeys } from '@conclave/sdk';
 import { ScriptedBehaviour, ScriptedMember, scriptedGoalContract, scriptedPanel, valueConflictBehaviour } from '@conclave/sdk/testing';
 import { headers as natsHeaders } from 'nats';
@@ -44,7 +44,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     CONCLAVE_HUMAN_TOKENS: JSON.stringify({ [ALICE_TOKEN]: 'alice', [BOB_TOKEN]: 'bob' }),
   });
   const prefix = `c${h.prefix}`;
-  const tags = ['s1', 's2', 's3', 's4', 's5', 's6', 's7', 's8'];
+  const tags = ['s1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9'];
   const members: ScriptedMember[] = [];
   let councilDecisions: CouncilDecisionCollector;
   let decisions: DecisionCollector;
@@ -61,7 +61,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
   const council = () => h.instances.find((i) => i.name === 'council')!.app as INestApplication;
 
   beforeAll(async () => {
-    await h.start('intake', 'resolver', 'escalation', 'council');
+    await h.start('intake', 'resolver', 'escalation', 'audit', 'council');
     // The council service is a participant like any other: its own key, its own grant.
     await h.admin.call(REGISTRY_PATTERNS.register, { participant_id: SERVICE, roles: ['agent'], public_key: serviceKeys.publicKey });
     await h.admin.call(REGISTRY_PATTERNS.grant, { participant_id: SERVICE, ...grant(['propose', 'escalate']) });
@@ -125,6 +125,22 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
   async function entriesOf(runId: string) {
     const { proposals } = await alice.list({ domain: DOMAIN, limit: 500 });
     return proposals.filter((p) => (p.payload as { council?: { run_id?: string } }).council?.run_id === runId);
+  }
+
+  /** The audit chain's entries matching `filter`, as an administrator queries them. */
+  async function auditEntries(filter: Record<string, unknown>): Promise<AuditEntry[]> {
+    const all: AuditEntry[] = [];
+    let after: number | null = 0;
+    while (after !== null) {
+      const page: { entries: AuditEntry[]; next_after_seq: number | null } = await h.admin.call(AUDIT_PATTERNS.query, {
+        ...filter,
+        after_seq: after,
+        limit: 1000,
+      });
+      all.push(...page.entries);
+      after = page.next_after_seq;
+    }
+    return all;
   }
 
   async function valueChoiceOf(runId: string) {
@@ -216,6 +232,24 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     await eventually(async () => (council().get(AcpReactions).backlog === 0 ? true : undefined), 10_000, 'no reaction left');
     expect(await valueChoiceOf(runA)).toBeUndefined();
     expect((await owners.alice().get(runA)).terminal?.terminal_state).toBe('needs-human-value-choice');
+    // The refused choice is on the audit chain, once, in bob's name, authenticated (ACP verified him).
+    const refused = await eventually(
+      async () => {
+        const found = await auditEntries({ actor: 'bob', action: 'rejected:council.acp.value-choice' });
+        return found.length > 0 ? found : undefined;
+      },
+      15_000,
+      'the refused value choice audited',
+    );
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatchObject({
+      outcome: 'rejected',
+      proposal_id: a['proposal_id'],
+      authenticated: true,
+      error: { code: 'NOT_AUTHORIZED_ROLE', field: 'chosen_by' },
+    });
+    // Alice's accepted choice of run B is no refusal.
+    expect(await auditEntries({ actor: 'alice', action: 'rejected:council.acp.value-choice' })).toEqual([]);
   });
 
   it('a signed ACP proposal asking for deliberation starts the owner’s run, whose decision goes back caused by it; another’s request starts nothing', async () => {
@@ -259,6 +293,75 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
 
     await eventually(async () => (council().get(AcpReactions).backlog === 0 ? true : undefined), 10_000, 'no reaction left');
     await expect(owners.alice().get(`acp_${forgedAsk.proposal_id}`)).rejects.toMatchObject({ code: 'RUN_NOT_FOUND' });
+    // Mallory's request is on the audit chain as a refusal, once, in her name; alice's is not.
+    const refused = await eventually(
+      async () => {
+        const found = await auditEntries({ proposal_id: forgedAsk.proposal_id, action: 'rejected:council.acp.start-run' });
+        return found.length > 0 ? found : undefined;
+      },
+      15_000,
+      'the refused deliberation request audited',
+    );
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatchObject({
+      actor: 'mallory',
+      outcome: 'rejected',
+      authenticated: true,
+      error: { code: 'NOT_AUTHORIZED_ROLE' },
+    });
+    expect(await auditEntries({ proposal_id: ask.proposal_id, action: 'rejected:council.acp.start-run' })).toEqual([]);
+  });
+
+  it('a council service given bridge domains registers its own participant at start, once, and posts as it; a registered one is never changed', async () => {
+    const booted = 'council-boot';
+    const first = generateParticipantKeys();
+    const second = generateParticipantKeys();
+    const firstFile = join(keyDir, 'boot-1.pem');
+    const secondFile = join(keyDir, 'boot-2.pem');
+    writeFileSync(firstFile, first.privateKeyPem, { mode: 0o600 });
+    writeFileSync(secondFile, second.privateKeyPem, { mode: 0o600 });
+    const runId = await run('s9', 'alice', DOMAIN);
+    const registered = async () =>
+      (await h.admin.call<{ participant: Record<string, any> }>(REGISTRY_PATTERNS.get, { participant_id: booted })).participant;
+    await expect(registered()).rejects.toMatchObject({ code: 'SCHEMA_VIOLATION' });
+
+    const keyed = h.instances.find((i) => i.name === 'council')!;
+    await h.kill(keyed);
+    const env = { ...h.env, CONCLAVE_COUNCIL_PARTICIPANT: booted };
+    // Given no such participant, when a service with a key and two domains starts, then it is registered.
+    let service = await startCouncil(
+      loadConfig(CouncilConfig, { ...env, CONCLAVE_COUNCIL_KEY_FILE: firstFile, CONCLAVE_COUNCIL_BRIDGE_DOMAINS: `${DOMAIN},ops.deploy` }),
+    );
+    try {
+      const p = await registered();
+      expect(p).toMatchObject({ status: 'active', roles: ['agent'] });
+      expect(p['keys'].map((k: { public_key: string; status: string }) => [k.public_key, k.status])).toEqual([[first.publicKey, 'active']]);
+      expect(
+        Object.values(p['grants'])
+          .map((g: any) => [g.domain, g.actions, g.domain_authority, g.trust_score])
+          .sort(),
+      ).toEqual([
+        [DOMAIN, ['propose', 'escalate'], 0, 0],
+        ['ops.deploy', ['propose', 'escalate'], 0, 0],
+      ]);
+      // And the owner's post goes to ACP in its name.
+      const bridged = await bridge('alice', { run_id: runId, quorum: 2 });
+      expect(bridged).toMatchObject({ ok: true, author: booted, status: 'pending' });
+      expect(await alice.get(bridged['proposal_id'])).toMatchObject({ author: booted });
+    } finally {
+      await service.close();
+    }
+    // Given it registered, when a service with another key and other domains starts, then nothing changes.
+    const before = await registered();
+    service = await startCouncil(
+      loadConfig(CouncilConfig, { ...env, CONCLAVE_COUNCIL_KEY_FILE: secondFile, CONCLAVE_COUNCIL_BRIDGE_DOMAINS: 'finance' }),
+    );
+    try {
+      expect(await registered()).toEqual(before);
+    } finally {
+      await service.close();
+      await h.add('council');
+    }
   });
 
   it('a council service without a key of its own refuses to post (BRIDGE_NOT_CONFIGURED) instead of posting unsigned', async () => {

@@ -1,6 +1,7 @@
-import { createHash, createPrivateKey, KeyObject, randomBytes, sign } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, KeyObject, randomBytes, sign } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import { AcpError } from '@conclave/acp-protocol';
 import {
   AcpBridgeOptions,
   COUNCIL_COMMAND_TYPES as C,
@@ -14,8 +15,8 @@ import {
   runDomain,
 } from '@conclave/council-protocol';
 import { ACP_COMMANDS } from '@conclave/messaging';
-import { AUTH_HEADERS, signingInput } from '@conclave/registry-protocol';
-import { CommandContext, Identity, NATS_CONNECTION, ParticipantDirectory, SERVICE_CONFIG } from '@conclave/service-kit';
+import { AUTH_HEADERS, REGISTRY_COMMAND_TYPES, signingInput } from '@conclave/registry-protocol';
+import { CommandContext, IDS, Identity, IdGenerator, NATS_CONNECTION, ParticipantDirectory, SERVICE_CONFIG } from '@conclave/service-kit';
 import { headers as natsHeaders, NatsConnection } from 'nats';
 import { CouncilConfig } from './council.config';
 import { RunDriver } from './run-driver';
@@ -80,7 +81,8 @@ interface BridgeRequest {
  * is recorded in the run's log (DecisionBridged) before any escalation is asked.
  */
 @Injectable()
-export class AcpBridge implements OnModuleInit {
+export class AcpBridge implements OnModuleInit, OnApplicationBootstrap {
+  private readonly logger = new Logger(AcpBridge.name);
   private key: KeyObject | undefined;
 
   constructor(
@@ -90,6 +92,7 @@ export class AcpBridge implements OnModuleInit {
     private readonly driver: RunDriver,
     private readonly context: CommandContext,
     private readonly directory: ParticipantDirectory,
+    @Inject(IDS) private readonly ids: IdGenerator,
   ) {}
 
   /** The participant the service posts as. */
@@ -100,10 +103,58 @@ export class AcpBridge implements OnModuleInit {
   onModuleInit(): void {
     // A key that cannot be read is a configuration error: refuse to start rather than fail later.
     if (!this.config.bridgeKeyFile) return;
-    const key = createPrivateKey(readFileSync(this.config.bridgeKeyFile));
+    let key: KeyObject;
+    try {
+      key = createPrivateKey(readFileSync(this.config.bridgeKeyFile));
+    } catch (err) {
+      throw new Error(`CONCLAVE_COUNCIL_KEY_FILE ${this.config.bridgeKeyFile} holds no private key: ${(err as Error).message}`);
+    }
     if (key.asymmetricKeyType !== 'ed25519')
       throw new Error(`CONCLAVE_COUNCIL_KEY_FILE holds a ${key.asymmetricKeyType} key; the registry takes Ed25519 keys`);
     this.key = key;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.registerSelf();
+  }
+
+  /**
+   * With a key and CONCLAVE_COUNCIL_BRIDGE_DOMAINS, the service's participant is registered at
+   * start when the registry does not have it: role agent, the public half of its own key, and a
+   * grant to propose and escalate (nothing else, factors 0) in each domain. An existing participant
+   * is left as it is, whoever registered it; a registered key that is not this one only warns, as
+   * ACP would then refuse every post.
+   */
+  private async registerSelf(): Promise<void> {
+    const domains = (this.config.bridgeDomains ?? '').split(',').filter((d) => d.length > 0);
+    if (!this.key || domains.length === 0) return;
+    const id = this.participant;
+    const publicKey = createPublicKey(this.key).export({ format: 'jwk' }).x as string;
+    const state = await this.directory.load(id);
+    if (state.status !== 'unregistered') {
+      if (state.status === 'active' && !state.participant.keys.some((k) => k.status === 'active' && k.public_key === publicKey))
+        this.logger.warn(`${id} is registered with another key than CONCLAVE_COUNCIL_KEY_FILE's: ACP will refuse the bridge's posts`);
+      return;
+    }
+    const next = () => ({ command_id: this.ids.next(), now: this.context.now(), actor: 'bootstrap' });
+    try {
+      await this.directory.execute({
+        type: REGISTRY_COMMAND_TYPES.RegisterParticipant,
+        ...next(),
+        data: { participant_id: id, roles: ['agent'], public_key: publicKey, display_name: 'council service (bridge to ACP)' },
+      });
+    } catch (err) {
+      // Another replica registered it first, and grants it.
+      if (err instanceof AcpError && err.code === 'CONFLICT') return;
+      throw err;
+    }
+    for (const domain of domains)
+      await this.directory.execute({
+        type: REGISTRY_COMMAND_TYPES.GrantDomain,
+        ...next(),
+        data: { participant_id: id, domain, actions: ['propose', 'escalate'], domain_authority: 0, trust_score: 0 },
+      });
+    this.logger.log(`registered ${id}, granted propose and escalate in ${domains.join(', ')}`);
   }
 
   /** `council.v1.acp.propose`: the decision owner, authenticated, asks for its run's decision to be posted. */

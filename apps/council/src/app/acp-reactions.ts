@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { AcpError, PROPOSAL_STREAM_CATEGORY, ProposalEvent } from '@conclave/acp-protocol';
 import {
@@ -6,16 +7,39 @@ import {
   COUNCIL_COMMAND_TYPES as C,
   CouncilError,
   CouncilEvent,
+  acpReactionCause,
   applyAcpReactionEvent,
   emptyAcpReactions,
   settleAcpReaction,
 } from '@conclave/council-protocol';
 import type { StartFrom, StoredEvent } from '@conclave/event-log';
-import { CLOCK, Clock, ConclaveMetrics, Reactor, Reactors, TimerOutcome, TimerQueue, trackTimerQueue } from '@conclave/service-kit';
+import { ensureStream } from '@conclave/messaging';
+import {
+  CLOCK,
+  Clock,
+  COMMAND_REJECTED,
+  CommandContext,
+  CommandRejected,
+  ConclaveMetrics,
+  NATS_CONNECTION,
+  Reactor,
+  Reactors,
+  rejectionsStream,
+  SERVICE_CONFIG,
+  TimerOutcome,
+  TimerQueue,
+  trackTimerQueue,
+} from '@conclave/service-kit';
+import { NatsConnection } from 'nats';
 import { AcpBridge } from './acp-bridge';
+import { CouncilConfig } from './council.config';
 import { CouncilCommands } from './council-commands';
 import { RunDriver } from './run-driver';
 import { COUNCIL_RUN_CATEGORY } from './run-index';
+
+/** Bounds of a rejection record's fields, as the audit service reads them. */
+const MAX_ID = 128;
+const MAX_MESSAGE = 1024;
 
 /** ACP refusals worth another attempt; any other typed refusal is final. */
 const RETRYABLE_ACP = new Set(['INTERNAL', 'RATE_LIMITED', 'CONFLICT']);
@@ -35,6 +59,7 @@ export class AcpReactions implements OnApplicationBootstrap, OnApplicationShutdo
   private live = false;
   private readonly reactor: Reactor<ProposalEvent | CouncilEvent>;
   private readonly timers: TimerQueue;
+  private rejections: Promise<void> | undefined;
 
   constructor(
     reactors: Reactors,
@@ -42,6 +67,9 @@ export class AcpReactions implements OnApplicationBootstrap, OnApplicationShutdo
     private readonly commands: CouncilCommands,
     private readonly bridge: AcpBridge,
     private readonly driver: RunDriver,
+    private readonly context: CommandContext,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    @Inject(SERVICE_CONFIG) private readonly config: CouncilConfig,
     @Optional() metrics?: ConclaveMetrics,
   ) {
     this.timers = new TimerQueue({
@@ -111,12 +139,59 @@ export class AcpReactions implements OnApplicationBootstrap, OnApplicationShutdo
     } catch (err) {
       const final = (err instanceof CouncilError && err.code !== 'INTERNAL') || (err instanceof AcpError && !RETRYABLE_ACP.has(err.code));
       if (!final) throw err;
-      // Already done (a replica or an earlier attempt got there), or refused for good: say so once.
-      if (!(err instanceof CouncilError && err.code === 'RUN_ALREADY_STARTED'))
+      // Already done (a replica or an earlier attempt got there), or refused for good: audited once.
+      if (!(err instanceof CouncilError && err.code === 'RUN_ALREADY_STARTED')) {
         this.logger.warn(`${key}: refused: ${(err as Error).message}`);
+        await this.audit(reaction, err as CouncilError | AcpError);
+      }
       settleAcpReaction(this.state, key);
       return 'done';
     }
+  }
+
+  /**
+   * A refused reaction enters the audit chain as a refused command does (RFC 14.6): a
+   * CommandRejected record on the rejections stream, in the name of the participant it acted for,
+   * authenticated when ACP required a signature for its cause. Its id derives from the reaction,
+   * so replicas and replays that refuse it again are recorded once. A failure to record is
+   * retried with the reaction (the refusal stands; only the record is missing).
+   */
+  private async audit(reaction: AcpReaction, err: CouncilError | AcpError): Promise<void> {
+    const cause = acpReactionCause(reaction);
+    const id =
+      cause.record_id.length <= MAX_ID ? cause.record_id : `council-acp:${createHash('sha256').update(cause.record_id).digest('hex')}`;
+    const field = (err as { field?: string }).field;
+    const record: CommandRejected = {
+      event_id: id,
+      type: COMMAND_REJECTED,
+      schema_version: 1,
+      occurred_at: this.clock.now().toISOString(),
+      actor: cause.actor.slice(0, MAX_ID),
+      causation_id: id,
+      correlation_id: cause.proposal_id,
+      data: {
+        command: cause.command,
+        subject: cause.command,
+        proposal_id: cause.proposal_id.slice(0, MAX_ID),
+        authenticated: this.context.authRequired,
+        body_hash: null,
+        error: {
+          code: err.code,
+          message: err.message.slice(0, MAX_MESSAGE),
+          ...(typeof field === 'string' ? { field: field.slice(0, MAX_ID) } : {}),
+        },
+      },
+    };
+    const { stream, subject } = rejectionsStream(this.config);
+    this.rejections ??= this.nc
+      .jetstreamManager()
+      .then((jsm) => ensureStream(jsm, { name: stream, subjects: [subject], replicas: this.config.logReplicas }))
+      .catch((e: unknown) => {
+        this.rejections = undefined;
+        throw e;
+      });
+    await this.rejections;
+    await this.nc.jetstream().publish(subject, new TextEncoder().encode(JSON.stringify(record)), { msgID: id });
   }
 
   private async run(r: AcpReaction): Promise<void> {

@@ -45,5 +45,17 @@ export class CouncilConfig extends AuthenticatedServiceConfig {
   @IsString()
   bridgeKeyFile?: string;
 
+  /**
+   * The domains the bridge posts in, comma-separated. With a key, the service registers its own
+   * participant at start when the registry does not have it yet (as intake does for
+   * CONCLAVE_BOOTSTRAP_ADMIN), granted `propose` and `escalate` in each of them; a participant
+   * already registered is never changed here (the registry's administrators own it). Empty: no
+   * registration, an administrator registers it.
+   */
+  @Expose({ name: 'CONCLAVE_COUNCIL_BRIDGE_DOMAINS' })
+  @IsOptional()
+  @Matches(/^$|^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*(,[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*)*$/)
+  bridgeDomains?: string;
+
   override httpPort = 8085;
 }

@@ -118,6 +118,39 @@ export function applyAcpReactionEvent(state: AcpReactionState, event: ProposalEv
   }
 }
 
+/** What the audit record of a reaction's refusal names: its command, who it acts for, the ACP proposal it came from. */
+export interface AcpReactionCause {
+  command: string;
+  actor: string;
+  proposal_id: string;
+  /**
+   * The record's id, derived from the reaction (its key, and for a value choice the resolution
+   * event): every replica and every replay that refuses it records the same id, so the audit
+   * chain holds it once.
+   */
+  record_id: string;
+}
+
+/**
+ * The cause of a reaction, for the audit of its refusal: a deliberation request is the ACP
+ * author's, a bridge is the owner's who asked for the run, a value choice is the resolver's.
+ */
+export function acpReactionCause(r: AcpReaction): AcpReactionCause {
+  switch (r.kind) {
+    case 'start-run':
+      return { command: 'council.acp.start-run', actor: r.actor, proposal_id: r.acp_origin.proposal_id, record_id: `council-acp:${r.key}` };
+    case 'bridge':
+      return { command: 'council.acp.bridge', actor: r.requested_by, proposal_id: r.origin_proposal_id, record_id: `council-acp:${r.key}` };
+    case 'resolve-value-choice':
+      return {
+        command: 'council.acp.value-choice',
+        actor: r.chosen_by,
+        proposal_id: r.acp_proposal_id,
+        record_id: `council-acp:${r.key}:${r.acp_event_id}`,
+      };
+  }
+}
+
 /** A reaction refused for good (a typed refusal): forget it. */
 export function settleAcpReaction(state: AcpReactionState, key: string): void {
   delete state.due[key];
