@@ -6,7 +6,9 @@
 #      nats-accounts.conf; with a pre-2.10 nats-server the sync_interval line is removed first
 #      (2.9 does not know it) and the script says so;
 #   4. a throwaway nats-server with nats-accounts.conf, and deploy/nats/check-permissions.cjs
-#      connecting as each user (what is allowed, what is denied).
+#      connecting as each user (what is allowed, what is denied);
+#   5. the council service's own participant: in both docker-compose.yml and deploy/k8s its key is
+#      a secret mounted where CONCLAVE_COUNCIL_KEY_FILE points, and no other service gets it.
 # Not checked: docker build, docker compose config/up, kustomize build, kubectl apply.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,4 +66,30 @@ printf 'listen: 127.0.0.1:%s\njetstream { store_dir: %s/perm-js }\ninclude ./per
 "$bin" -c "$work/perm.conf" > "$work/perm.log" 2>&1 & server_pid=$!
 for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 NATS_TEST_URL="nats://127.0.0.1:$port" node deploy/nats/check-permissions.cjs
+echo "== 5. the council service's key"
+node -e '
+const YAML = require("yaml"); const fs = require("fs");
+const fail = (m) => { console.log("FAIL:", m); process.exit(1); };
+const compose = YAML.parseDocument(fs.readFileSync("docker-compose.yml", "utf8"), { merge: true }).toJSON();
+const c = compose.services.council;
+const file = c.environment.CONCLAVE_COUNCIL_KEY_FILE;
+const secret = (c.secrets || []).map((s) => (typeof s === "string" ? s : s.source)).find((s) => file === "/run/secrets/" + s);
+if (!secret || !(compose.secrets || {})[secret] || !compose.secrets[secret].file) fail("compose: CONCLAVE_COUNCIL_KEY_FILE (" + file + ") is not a declared file secret mounted into council");
+for (const [n, s] of Object.entries(compose.services)) if (n !== "council" && s.secrets) fail("compose: " + n + " mounts a secret");
+console.log("ok   compose: council reads its key from secret " + secret);
+const docs = YAML.parseAllDocuments(fs.readFileSync("deploy/k8s/services/council.yaml", "utf8")).map((d) => d.toJSON());
+const pod = docs.find((o) => o.kind === "Deployment").spec.template.spec;
+const ctr = pod.containers[0];
+const k8sFile = ctr.env.find((e) => e.name === "CONCLAVE_COUNCIL_KEY_FILE").value;
+const mount = ctr.volumeMounts.find((m) => k8sFile.startsWith(m.mountPath + "/"));
+const vol = mount && pod.volumes.find((v) => v.name === mount.name);
+if (!vol || !vol.secret || !mount.readOnly) fail("k8s: CONCLAVE_COUNCIL_KEY_FILE (" + k8sFile + ") is not on a read-only Secret volume");
+const name = vol.secret.secretName;
+const secrets = YAML.parseAllDocuments(fs.readFileSync("deploy/k8s/secrets.yaml", "utf8")).map((d) => d.toJSON());
+const s = secrets.find((o) => o.kind === "Secret" && o.metadata.name === name);
+const key = k8sFile.slice(mount.mountPath.length + 1);
+if (!s || !(key in s.stringData)) fail("k8s: Secret " + name + " with key " + key + " is not in deploy/k8s/secrets.yaml");
+if (pod.securityContext.fsGroup !== pod.securityContext.runAsUser) fail("k8s: the key is not readable by the service user (fsGroup)");
+console.log("ok   k8s: council reads its key from Secret " + name + " (" + key + ")");'
+
 echo "== all checks passed"

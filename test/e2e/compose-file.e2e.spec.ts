@@ -2,6 +2,8 @@ import Ajv, { ErrorObject } from 'ajv';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import YAML from 'yaml';
+import { loadConfig } from '@conclave/service-kit';
+import { CouncilConfig } from '../../apps/council/src/app/council.config';
 
 /**
  * docker-compose.yml as Docker Compose v2 reads it, without docker: YAML with merge keys, then
@@ -15,20 +17,30 @@ const ROOT = resolve(__dirname, '../..');
 const COMPOSE_FILE = resolve(ROOT, 'docker-compose.yml');
 const SCHEMA_FILE = require.resolve('docker-compose/schema/compose-spec.json');
 
-/** The variables compose refuses to start without (docs/operations.md, "Images and the compose stack"). */
+/**
+ * The variables compose refuses to start without (docs/operations.md, "Images and the compose
+ * stack"): the five NATS passwords and the council service's key file.
+ */
 const REQUIRED_VARIABLES = [
   'CONCLAVE_SERVICES_PASSWORD',
   'CONCLAVE_AGENT_PASSWORD',
   'CONCLAVE_READER_PASSWORD',
   'CONCLAVE_HUMAN_PASSWORD',
   'NATS_SYS_PASSWORD',
+  'CONCLAVE_COUNCIL_KEY',
 ];
-const PASSWORDS: Record<string, string> = Object.fromEntries(REQUIRED_VARIABLES.map((v) => [v, 'placeholder1']));
+const COUNCIL_KEY = '/srv/conclave/council-service.pem';
+const PASSWORDS: Record<string, string> = {
+  ...Object.fromEntries(REQUIRED_VARIABLES.map((v) => [v, 'placeholder1'])),
+  CONCLAVE_COUNCIL_KEY: COUNCIL_KEY,
+};
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 interface Service {
   profiles?: string[];
   depends_on?: string[] | Record<string, { condition: string; required?: boolean }>;
+  environment?: Record<string, string | null>;
+  secrets?: Array<string | { source: string; target?: string }>;
   healthcheck?: { test?: string | string[]; disable?: boolean; interval?: string; timeout?: string; start_period?: string };
   volumes?: Array<string | { type?: string; source?: string }>;
   ports?: Array<string | { published?: string | number; host_ip?: string }>;
@@ -37,6 +49,7 @@ interface Service {
 interface ComposeFile {
   services: Record<string, Service>;
   volumes?: Record<string, unknown>;
+  secrets?: Record<string, { file?: string; environment?: string; external?: boolean }>;
 }
 
 class InterpolationError extends Error {
@@ -151,6 +164,10 @@ function composeV2Problems(file: ComposeFile): string[] {
       const named = source && !source.startsWith('.') && !source.startsWith('/') && !source.startsWith('~') && v !== source;
       if (named && !(file.volumes && source in file.volumes)) problems.push(`${name}: volume ${source} is not declared under volumes`);
     }
+    for (const secret of s.secrets ?? []) {
+      const source = typeof secret === 'string' ? secret : secret.source;
+      if (!(file.secrets && source in file.secrets)) problems.push(`${name}: secret ${source} is not declared under secrets`);
+    }
     const durations = { ...s.healthcheck, stop_grace_period: s.stop_grace_period };
     for (const key of ['interval', 'timeout', 'start_period', 'stop_grace_period'] as const) {
       const d = durations[key];
@@ -180,10 +197,15 @@ function hostPortOf(spec: string): string | undefined {
   return host ? `${ip}:${host}` : undefined;
 }
 
+/** A service's environment as the container gets it: a key without a value (passed through from an unset shell variable) is absent. */
+function definedOf(env: Record<string, string | null>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string'));
+}
+
 const TEXT = readFileSync(COMPOSE_FILE, 'utf8');
 
 describe('docker-compose.yml as Docker Compose v2 loads it (no docker here)', () => {
-  it('given the five passwords set, when interpolated, then it is valid against the Compose Specification schema', () => {
+  it('given the required variables set, when interpolated, then it is valid against the Compose Specification schema', () => {
     const file = load(TEXT, PASSWORDS);
     expect(schemaErrors(file)).toEqual([]);
     expect(Object.keys(file.services).sort()).toEqual(
@@ -195,7 +217,7 @@ describe('docker-compose.yml as Docker Compose v2 loads it (no docker here)', ()
     expect(schemaErrors(parseCompose(TEXT))).toEqual([]);
   });
 
-  it('given one of the five passwords unset, when interpolated, then compose refuses it, naming the variable', () => {
+  it('given one of the required variables (a password, the council’s key) unset, when interpolated, then compose refuses it, naming the variable', () => {
     for (const missing of REQUIRED_VARIABLES) {
       const env = { ...PASSWORDS, [missing]: undefined };
       let error: unknown;
@@ -211,7 +233,7 @@ describe('docker-compose.yml as Docker Compose v2 loads it (no docker here)', ()
     expect([...required].sort()).toEqual([...REQUIRED_VARIABLES].sort());
   });
 
-  it('then it passes what Compose v2 checks and podman-compose ignores: dependencies, healthchecks behind service_healthy, profiles, volumes, durations, host ports', () => {
+  it('then it passes what Compose v2 checks and podman-compose ignores: dependencies, healthchecks behind service_healthy, profiles, volumes, secrets, durations, host ports', () => {
     const file = load(TEXT, PASSWORDS);
     expect(composeV2Problems(file)).toEqual([]);
     // Every service of the default `up` waits for a healthy NATS, which has a healthcheck.
@@ -222,6 +244,32 @@ describe('docker-compose.yml as Docker Compose v2 loads it (no docker here)', ()
     expect(file.services['nats'].healthcheck?.test).toBeDefined();
     expect(file.services['eventstore'].profiles).toEqual(['eventstore']);
     expect(file.services['cli'].profiles).toEqual(['tools']);
+  });
+
+  it('then the council service posts as its own participant: its key is a secret mounted where CONCLAVE_COUNCIL_KEY_FILE points, and it registers itself in the bridge domains passed through', () => {
+    const file = load(TEXT, { ...PASSWORDS, CONCLAVE_COUNCIL_BRIDGE_DOMAINS: 'billing,ops' });
+    const council = file.services['council'];
+    const env = council.environment ?? {};
+    expect(env['CONCLAVE_COUNCIL_PARTICIPANT']).toBe('council-service');
+    expect(env['CONCLAVE_COUNCIL_BRIDGE_DOMAINS']).toBe('billing,ops');
+    // A secret without a target is mounted at /run/secrets/<name> (Compose v2 and podman-compose 1.0.3 alike).
+    expect(council.secrets).toEqual(['council-service-key']);
+    expect(env['CONCLAVE_COUNCIL_KEY_FILE']).toBe('/run/secrets/council-service-key');
+    expect(file.secrets?.['council-service-key']).toEqual({ file: COUNCIL_KEY });
+    // The service reads every one of them, and accepts the values (its own config class).
+    const config = loadConfig(CouncilConfig, definedOf(env));
+    expect(config).toMatchObject({
+      bridgeParticipant: 'council-service',
+      bridgeKeyFile: '/run/secrets/council-service-key',
+      bridgeDomains: 'billing,ops',
+    });
+    // Unset in the shell, the domains are empty: the service then registers nothing, and the config accepts that too.
+    const unset = load(TEXT, PASSWORDS).services['council'].environment ?? {};
+    expect(unset['CONCLAVE_COUNCIL_BRIDGE_DOMAINS']).toBe('');
+    expect(loadConfig(CouncilConfig, definedOf(unset)).bridgeDomains).toBeUndefined();
+    // No other service gets the key.
+    for (const [name, s] of Object.entries(file.services))
+      if (name !== 'council') expect({ name, secrets: s.secrets }).toEqual({ name, secrets: undefined });
   });
 
   it('then every healthcheck is one CMD-SHELL command, the form both Compose v2 and podman-compose 1.0.3 run alike', () => {
@@ -242,13 +290,14 @@ describe('docker-compose.yml as Docker Compose v2 loads it (no docker here)', ()
       expect(schemaErrors(load(broken, PASSWORDS))).toContain('/services/intake must NOT have additional properties');
     });
 
-    it('given service_healthy on a service without a healthcheck, a dependency behind a profile, an undeclared volume, a bad duration and a port published twice, then each is named', () => {
+    it('given service_healthy on a service without a healthcheck, a dependency behind a profile, an undeclared volume or secret, a bad duration and a port published twice, then each is named', () => {
       const file = load(TEXT, PASSWORDS);
       delete file.services['nats'].healthcheck;
       file.services['audit'].depends_on = { eventstore: { condition: 'service_started' } };
       file.services['council'].volumes = ['council-data:/data'];
       file.services['resolver'].stop_grace_period = '30 seconds';
       file.services['sweeper'].ports = ['127.0.0.1:8081:8083'];
+      file.services['escalation'].secrets = ['escalation-key'];
       const problems = composeV2Problems(file);
       expect(problems).toEqual(
         expect.arrayContaining([
@@ -257,6 +306,7 @@ describe('docker-compose.yml as Docker Compose v2 loads it (no docker here)', ()
           'council: volume council-data is not declared under volumes',
           'resolver: stop_grace_period "30 seconds" is not a duration Compose can parse',
           'sweeper: host port 127.0.0.1:8081 is published by intake too',
+          'escalation: secret escalation-key is not declared under secrets',
         ]),
       );
     });

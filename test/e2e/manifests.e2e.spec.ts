@@ -9,6 +9,7 @@ import { EscalationConfig } from '../../apps/escalation/src/app/escalation.confi
 import { IntakeConfig } from '../../apps/intake/src/app/intake.config';
 import { ResolverConfig } from '../../apps/resolver/src/app/resolver.config';
 import { SweeperConfig } from '../../apps/sweeper/src/app/sweeper.config';
+import { loadConfig } from '@conclave/service-kit';
 import { compareVersions } from '../support/nats-cluster';
 import {
   Container,
@@ -194,6 +195,37 @@ describe('the Kubernetes manifests (deploy/k8s), rendered as kustomize does', ()
         expect(sources).toContain(`name: '${reactor}'`);
       },
     );
+  });
+
+  it('given the council Deployment, then it posts to ACP as its own participant: its key comes from the Secret conclave-council-key, mounted read-only where CONCLAVE_COUNCIL_KEY_FILE points and readable by its user only through its group', () => {
+    const deployment = find('Deployment', 'council');
+    const pod = (spec(deployment)['template'] as { spec: Record<string, any> }).spec;
+    const container = containersOf(deployment as K8sObject)[0] as Container & {
+      volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }>;
+    };
+    const env = envOf(container);
+    expect(env.get('CONCLAVE_COUNCIL_PARTICIPANT')).toBe('council-service');
+    const keyFile = env.get('CONCLAVE_COUNCIL_KEY_FILE') ?? '';
+    const mount = container.volumeMounts.find((m) => keyFile.startsWith(`${m.mountPath}/`));
+    expect(mount).toMatchObject({ name: 'council-key', readOnly: true });
+    const volume = (pod['volumes'] as Array<{ name: string; secret?: Record<string, any> }>).find((v) => v.name === mount?.name);
+    const item = keyFile.slice((mount?.mountPath.length ?? 0) + 1);
+    expect(volume?.secret).toEqual({ secretName: 'conclave-council-key', defaultMode: 0o440, items: [{ key: item, path: item }] });
+    // The files of a Secret volume belong to root, with the pod's fsGroup as their group: uid 1000 reads through it.
+    expect(pod['securityContext']).toMatchObject({ runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000 });
+    // The Secret is in the kustomization, holding that key (a placeholder to replace).
+    expect(Object.keys((find('Secret', 'conclave-council-key')?.['stringData'] as Record<string, string>) ?? {})).toEqual([item]);
+    // The service accepts the values as deployed (empty domains: an administrator registers it).
+    const config = loadConfig(CouncilConfig, Object.fromEntries([...env].filter((e): e is [string, string] => e[1] !== undefined)));
+    expect(config).toMatchObject({ bridgeParticipant: 'council-service', bridgeKeyFile: keyFile });
+    // No other Deployment mounts the key.
+    for (const other of objects.filter((o) => o.kind === 'Deployment' && o.metadata.name !== 'council')) {
+      const volumes = (spec(other)['template'] as { spec: { volumes?: Array<{ secret?: { secretName: string } }> } }).spec.volumes ?? [];
+      expect({ name: other.metadata.name, key: volumes.some((v) => v.secret?.secretName === 'conclave-council-key') }).toEqual({
+        name: other.metadata.name,
+        key: false,
+      });
+    }
   });
 
   it('given the NATS StatefulSet, then it runs the pinned release (>= 2.10.23, as deploy/nats/server-version) with sync_interval: always', () => {
