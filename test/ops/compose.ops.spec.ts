@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, NatsConnection } from 'nats';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
@@ -39,8 +39,13 @@ describeWithEngine(title, () => {
   };
   const admin = generateParticipantKeys();
   const keys = new Map<string, ParticipantKeyPair>([['admin', admin]]);
+  // The council service's own key, mounted into its container as a compose secret.
+  const councilKey = generateParticipantKeys();
+  const councilKeyFile = join(work, 'council-service.pem');
+  const BRIDGE_DOMAINS = 'billing,ops.deploy';
   const natsUrl = `nats://127.0.0.1:${ports.nats}`;
   const connections: NatsConnection[] = [];
+  let adminClient: ConclaveClient;
   const clients = new Map<string, ConclaveClient>();
   const readyMs: Record<string, number> = {};
   let stack: ComposeStack;
@@ -70,6 +75,9 @@ describeWithEngine(title, () => {
   beforeAll(async () => {
     rmSync(work, { recursive: true, force: true });
     mkdirSync(work, { recursive: true });
+    // A bind-mounted file keeps its host owner: readable by all, so that uid 1000 in the container reads it
+    // (a throwaway key of this test; docs/operations.md says how to own a real one).
+    writeFileSync(councilKeyFile, councilKey.privateKeyPem, { mode: 0o644 });
     // Builds every image (layers cached, so a second run rebuilds only what changed).
     if (process.env['CONCLAVE_OPS_SKIP_BUILD'] !== '1') {
       await run('bash', [join(ROOT, 'deploy/images/build.sh')], eng.env, join(work, 'build.log'));
@@ -80,6 +88,8 @@ describeWithEngine(title, () => {
       {
         ...passwords,
         CONCLAVE_BOOTSTRAP_ADMIN: `admin=${admin.publicKey}`,
+        CONCLAVE_COUNCIL_KEY: councilKeyFile,
+        CONCLAVE_COUNCIL_BRIDGE_DOMAINS: BRIDGE_DOMAINS,
         CONCLAVE_NATS_PORT: String(ports.nats),
         CONCLAVE_NATS_MONITOR_PORT: String(ports.monitor),
         ...Object.fromEntries(SERVICES.map((s, i) => [`CONCLAVE_${s.toUpperCase()}_PORT`, String(ports.http + i)])),
@@ -109,7 +119,7 @@ describeWithEngine(title, () => {
 
     // The registry, as an administrator would set it up (the services' NATS user is the only one
     // the accounts config lets publish registry commands).
-    const adminClient = await ConclaveClient.connect({ nc: admins, signer: ed25519Signer('admin', admin.privateKeyPem) });
+    adminClient = await ConclaveClient.connect({ nc: admins, signer: ed25519Signer('admin', admin.privateKeyPem) });
     const seed: Array<{ participant_id: string; roles?: string[]; grants: object[] }> = [
       { participant_id: 'agent-risk-001', grants: [{ domain: 'risk', domain_authority: 0.5, trust_score: 0.5, actions: ['propose'] }] },
       { participant_id: 'agent-ops', grants: [{ domain: 'ops', domain_authority: 0.5, trust_score: 0.5, actions: ['propose'] }] },
@@ -177,6 +187,27 @@ describeWithEngine(title, () => {
     await expect(
       agentNc.jetstream().publish('conclave.evt.proposal.forged', new TextEncoder().encode('{}'), { timeout: 2_000 }),
     ).rejects.toThrow();
+  });
+
+  it('given the council key as a compose secret, then the council service registered council-service with that key, granted propose and escalate in the bridge domains', async () => {
+    const { participant } = await adminClient.call<{ participant: Record<string, any> }>(REGISTRY_PATTERNS.get, {
+      participant_id: 'council-service',
+    });
+    expect(participant).toMatchObject({ status: 'active', roles: ['agent'] });
+    expect(participant['keys'].map((k: { public_key: string; status: string }) => [k.public_key, k.status])).toEqual([
+      [councilKey.publicKey, 'active'],
+    ]);
+    expect(
+      Object.values(participant['grants'] as Record<string, { domain: string; actions: string[] }>)
+        .map((g) => [g.domain, g.actions])
+        .sort(),
+    ).toEqual(BRIDGE_DOMAINS.split(',').map((d) => [d, ['propose', 'escalate']]));
+    // The key is readable inside the container, where CONCLAVE_COUNCIL_KEY_FILE points, and nowhere else.
+    const council = await stack.container('council');
+    expect((await stack.engineCmd('exec', council, 'sh', '-c', 'printenv CONCLAVE_COUNCIL_KEY_FILE')).trim()).toBe(
+      '/run/secrets/council-service-key',
+    );
+    await expect(stack.engineCmd('exec', await stack.container('intake'), 'ls', '/run/secrets/council-service-key')).rejects.toThrow();
   });
 
   it('when the Appendix C scenarios are posted from the host, signed, then each decision matches the RFC', async () => {
