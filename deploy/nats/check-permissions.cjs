@@ -3,7 +3,12 @@
 // a throwaway server and runs this; by hand: NATS_TEST_URL=nats://host:port plus the
 // CONCLAVE_*_PASSWORD variables, then `node deploy/nats/check-permissions.cjs`.
 // It creates the streams it needs, so point it only at a scratch server.
+//
+// The services' user is in the account CONCLAVE, which holds JetStream; every other user is in
+// CLIENTS, which imports the feeds' JetStream API under API (below). The JetStream clients of
+// those users use it: nc.jetstream({apiPrefix: API}), nc.jetstreamManager({apiPrefix: API, checkAPI: false}).
 const { connect, StringCodec, AckPolicy } = require('nats');
+const API = '$JS.conclave.API';
 const url = process.env.NATS_TEST_URL || 'nats://127.0.0.1:14335';
 const sc = StringCodec();
 const pw = (k) => process.env[k];
@@ -32,6 +37,9 @@ async function tryPub(nc, subject) {
   await sleep(50);
   return !nc.errors.slice(before).some((e) => isViolation(e, subject));
 }
+// The JetStream API of a client user, as its account imports it.
+const clientJs = (nc) => nc.jetstream({ apiPrefix: API });
+const clientJsm = (nc) => nc.jetstreamManager({ apiPrefix: API, checkAPI: false });
 async function trySub(nc, subject) {
   const before = nc.errors.length;
   const sub = nc.subscribe(subject);
@@ -60,6 +68,8 @@ async function tryReq(nc, subject) {
     ['ACP_ESCALATIONS', 'acp.v1.escalations.>'],
     ['COUNCIL_DECISIONS', 'council.v1.decisions'],
     ['COUNCIL_TASKS', 'council.v1.tasks.*', 'workqueue'],
+    ['KV_CHECK', '$KV.CHECK.>'],
+    ['OBJ_CHECK', '$O.CHECK.>'],
   ]) {
     await jsm.streams.add({ name, subjects: [subj], ...(retention ? { retention } : {}) }).catch((e) => {
       if (e?.api_error?.err_code !== 10058) throw e; // exists already (another config): reuse it
@@ -114,12 +124,12 @@ async function tryReq(nc, subject) {
   const createForms = (stream, name) => {
     const body = (config) => sc.encode(JSON.stringify({ stream_name: stream, config }));
     const push = { ack_policy: 'none', deliver_subject: 'conclave.evt.proposal.injected' };
-    return [
-      [`$JS.API.CONSUMER.CREATE.${stream}`, body(push)],
-      [`$JS.API.CONSUMER.CREATE.${stream}.${name}`, body({ ...push, name })],
-      [`$JS.API.CONSUMER.CREATE.${stream}.${name}.conclave.evt.>`, body({ ...push, name, filter_subject: 'conclave.evt.>' })],
-      [`$JS.API.CONSUMER.DURABLE.CREATE.${stream}.${name}`, body({ ...push, durable_name: name })],
-    ];
+    return ['$JS.API', API].flatMap((api) => [
+      [`${api}.CONSUMER.CREATE.${stream}`, body(push)],
+      [`${api}.CONSUMER.CREATE.${stream}.${name}`, body({ ...push, name })],
+      [`${api}.CONSUMER.CREATE.${stream}.${name}.conclave.evt.>`, body({ ...push, name, filter_subject: 'conclave.evt.>' })],
+      [`${api}.CONSUMER.DURABLE.CREATE.${stream}.${name}`, body({ ...push, durable_name: name })],
+    ]);
   };
   const createsNothing = async (nc, who, name) => {
     const allowed = [];
@@ -149,7 +159,7 @@ async function tryReq(nc, subject) {
   await js.publish('council.v1.decisions', sc.encode('{"c":1}'), { msgID: 'c1' });
   /** Binds to a provisioned consumer (info), pulls one message and acknowledges it. */
   const pullsOne = async (nc, stream, durable, want) => {
-    const m = await (await nc.jetstream().consumers.get(stream, durable)).next({ expires: 2000 });
+    const m = await (await clientJs(nc).consumers.get(stream, durable)).next({ expires: 2000 });
     if (!m || sc.decode(m.data) !== want) throw new Error(`got ${m ? sc.decode(m.data) : 'nothing'}`);
     m.working();
     await m.ackAck();
@@ -165,7 +175,7 @@ async function tryReq(nc, subject) {
 
   // Council tasks: the agent's own durable queue (consumer member-agent on COUNCIL_TASKS, made by
   // the services) and its own answer subject; another member's queue and answers are refused.
-  const ajsm = await agent.jetstreamManager();
+  const ajsm = await clientJsm(agent);
   await js.publish('council.v1.tasks.agent', sc.encode('{"task":1}'));
   await js.publish('council.v1.tasks.m1', sc.encode('{"task":2}'));
   await canPull(agent, 'agent', 'COUNCIL_TASKS', 'member-agent', '{"task":1}');
@@ -181,12 +191,12 @@ async function tryReq(nc, subject) {
   expect("agent: info of another user's feed", !(await refused(ajsm.consumers.info('ACP_DECISIONS', 'feed-reader'))), false);
   expect(
     "agent: pull from another member's consumer",
-    !(await refused(agent.request('$JS.API.CONSUMER.MSG.NEXT.COUNCIL_TASKS.member-m1', sc.encode('{"batch":1}'), { timeout: 1000 }))),
+    !(await refused(agent.request(`${API}.CONSUMER.MSG.NEXT.COUNCIL_TASKS.member-m1`, sc.encode('{"batch":1}'), { timeout: 1000 }))),
     false,
   );
   expect(
     "agent: pull from another user's feed",
-    !(await refused(agent.request('$JS.API.CONSUMER.MSG.NEXT.ACP_DECISIONS.feed-other', sc.encode('{"batch":1}'), { timeout: 1000 }))),
+    !(await refused(agent.request(`${API}.CONSUMER.MSG.NEXT.ACP_DECISIONS.feed-other`, sc.encode('{"batch":1}'), { timeout: 1000 }))),
     false,
   );
   expect("agent: subscribe council.v1.tasks.m1 (another member's tasks)", await trySub(agent, 'council.v1.tasks.m1'), false);
@@ -198,8 +208,7 @@ async function tryReq(nc, subject) {
   expect(
     'agent: ordered consumer on ACP_PROPOSALS',
     !(await refused(
-      agent
-        .jetstream()
+      clientJs(agent)
         .consumers.get('ACP_PROPOSALS')
         .then((c) => c.next({ expires: 1000 })),
     )),
@@ -213,8 +222,7 @@ async function tryReq(nc, subject) {
   expect(
     'reader: ordered consumer on ACP_DECISIONS',
     !(await refused(
-      reader
-        .jetstream()
+      clientJs(reader)
         .consumers.get('ACP_DECISIONS')
         .then((c) => c.next({ expires: 1000 })),
     )),
@@ -222,7 +230,7 @@ async function tryReq(nc, subject) {
   );
   expect(
     "reader: pull from another user's feed",
-    !(await refused(reader.request('$JS.API.CONSUMER.MSG.NEXT.ACP_DECISIONS.feed-agent', sc.encode('{"batch":1}'), { timeout: 1000 }))),
+    !(await refused(reader.request(`${API}.CONSUMER.MSG.NEXT.ACP_DECISIONS.feed-agent`, sc.encode('{"batch":1}'), { timeout: 1000 }))),
     false,
   );
   expect('reader: subscribe acp.v1.decisions.>', await trySub(reader, 'acp.v1.decisions.>'), true);
@@ -230,10 +238,19 @@ async function tryReq(nc, subject) {
   expect('reader: request acp.v1.propose', await tryReq(reader, 'acp.v1.propose'), false);
   expect('reader: publish acp.v1.decisions.risk', await tryPub(reader, 'acp.v1.decisions.risk'), false);
   expect(
-    'reader: publish $JS.API.CONSUMER.DELETE.ACP_DECISIONS.feed-reader',
-    await tryPub(reader, '$JS.API.CONSUMER.DELETE.ACP_DECISIONS.feed-reader'),
+    'reader: publish $JS.conclave.API.CONSUMER.DELETE.ACP_DECISIONS.feed-reader',
+    await tryPub(reader, `${API}.CONSUMER.DELETE.ACP_DECISIONS.feed-reader`),
     false,
   );
+  // Core messages the services publish reach the clients' account (stream exports).
+  const seen = [];
+  const decisionsSub = reader.subscribe('acp.v1.decisions.>', { callback: (_e, m) => seen.push(m.subject) });
+  await reader.flush();
+  svc.publish('acp.v1.decisions.risk', sc.encode('{"core":1}'));
+  await svc.flush();
+  await sleep(200);
+  decisionsSub.unsubscribe();
+  expect('reader: receives acp.v1.decisions.risk published by the services', seen.includes('acp.v1.decisions.risk'), true);
 
   const human = await conn('human', pw('CONCLAVE_HUMAN_PASSWORD'));
   expect('human: request acp.v1.resolve', await tryReq(human, 'acp.v1.resolve'), true);
@@ -243,6 +260,40 @@ async function tryReq(nc, subject) {
   await canPull(human, 'human', 'ACP_ESCALATIONS', 'feed-human', '{"e":1}');
   await createsNothing(human, 'human', 'feed-human');
   expect('event log untouched by the refused creates', (await jsm.streams.info('CONCLAVE_EVENTS')).state.messages === eventsBefore, true);
+
+  // Reply subjects: a request's reply subject is the requester's choice and NATS checks no
+  // permission on it. Each client aims what it may send (its feed's info and pulls, stream info,
+  // a command, an acknowledgement) at the event log, a KV bucket and an object store, under either
+  // API prefix; the answers stay in CLIENTS, and the services' streams gain nothing.
+  await svc.jetstream().publish('acp.v1.decisions.risk', sc.encode('{"d":2}'));
+  await svc.jetstream().publish('acp.v1.escalations.risk', sc.encode('{"e":2}'));
+  const storage = ['CONCLAVE_EVENTS', 'KV_CHECK', 'OBJ_CHECK'];
+  const held = async () => Promise.all(storage.map(async (s) => (await jsm.streams.info(s)).state.messages));
+  const storedBefore = await held();
+  const targets = ['conclave.evt.proposal.injected', '$KV.CHECK.injected', '$O.CHECK.M.aW5qZWN0ZWQ'];
+  for (const [nc, stream, durable, command] of [
+    [agent, 'ACP_DECISIONS', 'feed-agent', 'acp.v1.propose'],
+    [reader, 'ACP_DECISIONS', 'feed-reader', 'acp.v1.propose'],
+    [human, 'ACP_ESCALATIONS', 'feed-human', 'acp.v1.resolve'],
+  ]) {
+    for (const reply of targets) {
+      for (const api of ['$JS.API', API]) {
+        nc.publish(`${api}.STREAM.INFO.${stream}`, sc.encode(''), { reply });
+        nc.publish(`${api}.CONSUMER.INFO.${stream}.${durable}`, sc.encode(''), { reply });
+        nc.publish(`${api}.CONSUMER.MSG.NEXT.${stream}.${durable}`, sc.encode('{"batch":1,"no_wait":true}'), { reply });
+      }
+      nc.publish(command, sc.encode('{}'), { reply });
+      nc.publish(`$JS.ACK.${stream}.${durable}.1.1.1.1.0`, sc.encode(''), { reply });
+    }
+    await nc.flush();
+  }
+  await sleep(500);
+  const storedAfter = await held();
+  expect(
+    `event log, KV bucket and object store untouched by reply subjects aimed at them (${storage.map((s, i) => `${s} ${storedBefore[i]} -> ${storedAfter[i]}`).join(', ')})`,
+    storedAfter.every((n, i) => n === storedBefore[i]),
+    true,
+  );
 
   try {
     await connect({ servers: url, user: 'agent', pass: 'wrong' });

@@ -7,7 +7,7 @@ import { acpStreamNames } from '@conclave/messaging';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ConclaveClient, ed25519Signer, FeedError, generateParticipantKeys, ParticipantKeyPair } from '@conclave/sdk';
 import { eventually } from '../support/conclave-harness';
-import { ACCOUNT_PASSWORDS, AccountsDeployment, accountsTemplate, agentEntryFor } from '../support/accounts-nats';
+import { ACCOUNT_PASSWORDS, AccountsDeployment, accountsTemplate, agentEntryFor, CLIENTS_JS_API_PREFIX } from '../support/accounts-nats';
 import { runConclave } from '../support/cli';
 
 const EVENTS = 'CONCLAVE_EVENTS';
@@ -160,7 +160,16 @@ describe('security: NATS accounts, no consumer creates by agents and readers; pr
 
     // When: alice and the reader bind to their feeds.
     const alice = await clientAs('alice', 'alice');
-    const reader = await clientAs('reader');
+    // The reader connects itself, as a downstream system does: its own user, inbox prefix and the
+    // JetStream API prefix of its account.
+    const reader = await ConclaveClient.connect({
+      servers: deployment.url,
+      user: 'reader',
+      pass: ACCOUNT_PASSWORDS['CONCLAVE_READER_PASSWORD'],
+      inboxPrefix: '_INBOX_reader',
+      jsApiPrefix: CLIENTS_JS_API_PREFIX,
+    });
+    clients.push(reader);
     const first = async (feed: AsyncGenerator<DecisionEvent>) => {
       const { value } = await feed.next();
       await feed.return(undefined);

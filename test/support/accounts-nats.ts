@@ -21,6 +21,12 @@ import { freePort } from './processes';
 const NATS_SERVER = process.env['NATS_SERVER_BIN'] ?? '/usr/sbin/nats-server';
 const ROOT = join(__dirname, '../..');
 
+/** The JetStream API prefix under which the clients' account (CLIENTS) imports the services' feed API. */
+export const CLIENTS_JS_API_PREFIX = '$JS.conclave.API';
+
+/** The services' user, in the services' account (CONCLAVE); every other user is in CLIENTS. */
+export const SERVICES_USER = 'conclave-services';
+
 /** The passwords deploy/nats/nats-accounts.conf reads from the environment, for a test server. */
 export const ACCOUNT_PASSWORDS: Record<string, string> = {
   CONCLAVE_SERVICES_PASSWORD: 'svcpass1',
@@ -30,6 +36,7 @@ export const ACCOUNT_PASSWORDS: Record<string, string> = {
   CONCLAVE_MALLORY_PASSWORD: 'mallorypass1',
   CONCLAVE_READER_PASSWORD: 'readerpass1',
   CONCLAVE_HUMAN_PASSWORD: 'humanpass1',
+  CONCLAVE_LISTENER_PASSWORD: 'listenerpass1',
   NATS_SYS_PASSWORD: 'syspass1',
 };
 
@@ -131,7 +138,11 @@ export class AccountsDeployment {
     return app;
   }
 
-  /** A NATS connection as `user` of the accounts config, under its own inbox prefix; closed by stop(). */
+  /**
+   * A NATS connection as `user` of the accounts config, under its own inbox prefix; closed by
+   * stop(). A client user's connection uses the JetStream API as its account imports it
+   * (CLIENTS_JS_API_PREFIX), as a deployed client does.
+   */
   async connectAs(user: string): Promise<NatsConnection> {
     const nc = await connect({
       servers: this.url,
@@ -140,7 +151,7 @@ export class AccountsDeployment {
       inboxPrefix: `_INBOX_${user}`,
     });
     this.connections.push(nc);
-    return nc;
+    return user === SERVICES_USER ? nc : ConclaveClient.withJetStreamApiPrefix(nc, CLIENTS_JS_API_PREFIX);
   }
 
   /** Stops a service started by startService (the SIGTERM path). */

@@ -5,7 +5,7 @@ import { acpStreamNames, acpSubjects, AcpSubjects, ErrorReply, OkReply } from '@
 import { AckPolicy, Authenticator, connect, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import { ulid } from 'ulid';
 import { ConclaveError, ConclaveUnavailableError } from './conclave-error';
-import { bindFeed, readConsumer } from './feeds';
+import { bindFeed, readConsumer, withJetStreamApiPrefix } from './feeds';
 import { withTraceHeaders } from './tracing';
 
 export interface ConclaveClientOptions {
@@ -39,6 +39,12 @@ export interface ConclaveClientOptions {
   pass?: string;
   /** NATS credentials (e.g. `credsAuthenticator(readFileSync('agent.creds'))`), when the client connects itself. */
   authenticator?: Authenticator;
+  /**
+   * The JetStream API prefix of the feeds, where the client's NATS account imports them from the
+   * services' account: `$JS.conclave.API` under deploy/nats/nats-accounts.conf. The server's own
+   * `$JS.API` when absent (one account, or the services' user).
+   */
+  jsApiPrefix?: string;
 }
 
 /** What an agent sends to propose; the service fills status, responses and resolution. */
@@ -202,7 +208,8 @@ export class ConclaveClient {
   }
 
   static async connect(options: ConclaveClientOptions = {}): Promise<ConclaveClient> {
-    if (options.nc) return new ConclaveClient(options.nc, false, options);
+    const prefixed = (nc: NatsConnection) => (options.jsApiPrefix ? withJetStreamApiPrefix(nc, options.jsApiPrefix) : nc);
+    if (options.nc) return new ConclaveClient(prefixed(options.nc), false, options);
     const nc = await connect({
       servers: options.servers ?? 'nats://127.0.0.1:4222',
       name: 'conclave-client',
@@ -210,7 +217,15 @@ export class ConclaveClient {
       ...(options.user ? { user: options.user, pass: options.pass } : {}),
       ...(options.authenticator ? { authenticator: options.authenticator } : {}),
     });
-    return new ConclaveClient(nc, true, options);
+    return new ConclaveClient(prefixed(nc), true, options);
+  }
+
+  /**
+   * `nc` with its JetStream API under `apiPrefix` (see `jsApiPrefix`), for what takes a connection
+   * of its own: a CouncilMember, `bindFeed`, nats.js code of the caller.
+   */
+  static withJetStreamApiPrefix(nc: NatsConnection, apiPrefix: string): NatsConnection {
+    return withJetStreamApiPrefix(nc, apiPrefix);
   }
 
   /**

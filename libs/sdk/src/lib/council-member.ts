@@ -22,6 +22,7 @@ import {
   memberTaskConsumerName,
 } from '@conclave/messaging';
 import { Consumer, ConsumerMessages, ErrorCode, headers, JsMsg, NatsConnection, NatsError } from 'nats';
+import { withJetStreamApiPrefix } from './feeds';
 import { withTraceHeaders } from './tracing';
 
 const encoder = new TextEncoder();
@@ -76,6 +77,8 @@ export interface CouncilMemberOptions {
    * service requires authentication, since an answer is accepted only from the member it names.
    */
   signer?: (subject: string, body: Uint8Array) => Promise<Record<string, string>> | Record<string, string>;
+  /** The JetStream API prefix of the task queues in the member's NATS account (see `ConclaveClientOptions.jsApiPrefix`). */
+  jsApiPrefix?: string;
 }
 
 export type CouncilVerdict = MemberVerdict;
@@ -132,6 +135,7 @@ export class CouncilMember {
   readonly ready: Promise<void> = new Promise((r) => (this.readyResolve = r));
 
   constructor(private readonly options: CouncilMemberOptions) {
+    if (options.jsApiPrefix) this.options = { ...options, nc: withJetStreamApiPrefix(options.nc, options.jsApiPrefix) };
     this.memberId = options.memberId;
     this.subjects = councilSubjects(options.prefix ?? DEFAULT_COUNCIL_PREFIX);
   }

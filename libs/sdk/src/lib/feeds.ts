@@ -1,6 +1,16 @@
 import { AcpError } from '@conclave/acp-protocol';
 import { isNotFound } from '@conclave/messaging';
-import { AckPolicy, Consumer, ConsumerConfig, ConsumerInfo, DeliverPolicy, JetStreamManager, NatsConnection } from 'nats';
+import {
+  AckPolicy,
+  Consumer,
+  ConsumerConfig,
+  ConsumerInfo,
+  DeliverPolicy,
+  JetStreamManager,
+  JetStreamManagerOptions,
+  JetStreamOptions,
+  NatsConnection,
+} from 'nats';
 import { ConclaveError } from './conclave-error';
 import { receiveSpan } from './tracing';
 
@@ -12,6 +22,27 @@ import { receiveSpan } from './tracing';
  * into whatever stream captures that subject. Such a client binds to its feed by name
  * (`decisions({durable, bind: true})`) and only reads its info, pulls and acknowledges.
  */
+
+/**
+ * The connection with `jetstream()` and `jetstreamManager()` using the JetStream API under
+ * `apiPrefix`. Under the accounts config (deploy/nats/nats-accounts.conf) clients are in an
+ * account without JetStream that imports the services' feed API as `$JS.conclave.API.…`, so that
+ * an answer of the JetStream API never lands in the services' account (a request's reply subject
+ * is the requester's choice). The manager asks for no account info by default (`checkAPI: false`):
+ * that is not imported. Everything else is the connection itself.
+ */
+export function withJetStreamApiPrefix(nc: NatsConnection, apiPrefix: string): NatsConnection {
+  return new Proxy(nc, {
+    get(target, key) {
+      if (key === 'jetstream') return (opts: JetStreamOptions = {}) => target.jetstream({ apiPrefix, ...opts });
+      if (key === 'jetstreamManager') {
+        return (opts: JetStreamManagerOptions = {}) => target.jetstreamManager({ apiPrefix, checkAPI: false, ...opts });
+      }
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
 
 export type FeedErrorCode = 'FEED_NOT_PROVISIONED' | 'FEED_CONFLICT';
 
