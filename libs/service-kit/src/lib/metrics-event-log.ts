@@ -15,50 +15,96 @@ import {
 } from '@conclave/event-log';
 import { NatsConnection } from 'nats';
 import { SpanKind } from '@opentelemetry/api';
-import { traced, traceMetadata } from './tracing';
-import { ConclaveMetrics, METRICS } from './metrics';
+import { traced, traceMetadata, tracingOn } from './tracing';
+import { ConclaveMetrics, METRICS, type Increment, type Observe } from './metrics';
 import { ServiceConfig } from './service-config';
+
+/** One category's series, bound once: no label objects or label hashing per append. */
+interface CategoryMeters {
+  readonly attributes: { 'conclave.category': string };
+  readonly ok: Increment;
+  readonly duplicate: Increment;
+  readonly conflict: Increment;
+  readonly error: Increment;
+  readonly appended: Increment;
+  readonly latency: Observe;
+}
 
 /**
  * The event log with its appends counted and timed (by stream category and result) and, with
  * tracing on, each append in a span whose trace context the commit carries as metadata, so a
  * reactor or outbox that reads the events continues the same trace. Everything else passes
- * straight through.
+ * straight through. The append adds no promise of its own: the timing and counting hang on the
+ * inner append's promise.
  */
 export class MeteredEventLog<E extends LogEvent = LogEvent> implements EventLog<E> {
-  private readonly appends;
-  private readonly appended;
-  private readonly latency;
+  private readonly byCategory = new Map<string, CategoryMeters>();
 
   constructor(
     private readonly inner: EventLog<E>,
     private readonly metrics: ConclaveMetrics,
   ) {
-    this.appends = metrics.counter(METRICS.logAppends);
-    this.appended = metrics.counter(METRICS.logAppendedEvents);
-    this.latency = metrics.histogram(METRICS.logAppendDuration);
+    // Registered from the start, as before: a scrape shows the families before the first append.
+    metrics.counter(METRICS.logAppends);
+    metrics.counter(METRICS.logAppendedEvents);
+    metrics.histogram(METRICS.logAppendDuration);
   }
 
-  async append(stream: string, events: readonly E[], expected: ExpectedVersion, options?: AppendOptions): Promise<AppendResult> {
+  append(stream: string, events: readonly E[], expected: ExpectedVersion, options?: AppendOptions): Promise<AppendResult> {
     const category = safeCategory(stream);
-    const end = this.latency.startTimer({ category });
+    const m = this.metersOf(category);
+    const started = performance.now();
+    let pending: Promise<AppendResult>;
     try {
-      const result = await traced('eventlog.append', SpanKind.CLIENT, { 'conclave.category': category }, () => {
-        const trace = traceMetadata();
-        return this.inner.append(stream, events, expected, trace ? { ...options, metadata: { ...options?.metadata, ...trace } } : options);
-      });
-      this.appends.inc({ category, result: result.duplicate ? 'duplicate' : 'ok' });
-      if (!result.duplicate) {
-        this.appended.inc({ category }, events.length);
-        this.metrics.appended(category, events);
-      }
-      return result;
+      pending = tracingOn()
+        ? traced('eventlog.append', SpanKind.CLIENT, m.attributes, () => {
+            const trace = traceMetadata();
+            return this.inner.append(
+              stream,
+              events,
+              expected,
+              trace ? { ...options, metadata: { ...options?.metadata, ...trace } } : options,
+            );
+          })
+        : this.inner.append(stream, events, expected, options);
     } catch (err) {
-      this.appends.inc({ category, result: err instanceof ConcurrencyError ? 'conflict' : 'error' });
-      throw err;
-    } finally {
-      end();
+      pending = Promise.reject(err);
     }
+    return pending.then(
+      (result) => {
+        m.latency((performance.now() - started) / 1000);
+        if (result.duplicate) m.duplicate();
+        else {
+          m.ok();
+          m.appended(events.length);
+          this.metrics.appended(category, events);
+        }
+        return result;
+      },
+      (err: unknown) => {
+        m.latency((performance.now() - started) / 1000);
+        (err instanceof ConcurrencyError ? m.conflict : m.error)();
+        throw err;
+      },
+    );
+  }
+
+  private metersOf(category: string): CategoryMeters {
+    let m = this.byCategory.get(category);
+    if (!m) {
+      const count = (result: string) => this.metrics.increment(METRICS.logAppends, { category, result });
+      m = {
+        attributes: { 'conclave.category': category },
+        ok: count('ok'),
+        duplicate: count('duplicate'),
+        conflict: count('conflict'),
+        error: count('error'),
+        appended: this.metrics.increment(METRICS.logAppendedEvents, { category }),
+        latency: this.metrics.observer(METRICS.logAppendDuration, { category }),
+      };
+      this.byCategory.set(category, m);
+    }
+    return m;
   }
 
   read(stream: string): Promise<ReadResult<E>> {

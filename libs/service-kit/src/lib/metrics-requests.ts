@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { PlainJsonNatsServerOptions } from '@conclave/messaging';
 import { idIn, inLogContext } from './logging';
-import { ConclaveMetrics, METRICS } from './metrics';
+import { ConclaveMetrics, METRICS, type Increment, type Observe } from './metrics';
 import { activeTraceId } from './tracing';
 
 export type RequestObserver = NonNullable<PlainJsonNatsServerOptions['observer']>;
@@ -15,15 +15,26 @@ const REASON = /^[a-z_]{1,40}$/;
  * prefix), errors by code, and authentication/authorization refusals by the field refused.
  */
 export function metricsObserver(metrics: ConclaveMetrics): RequestObserver {
-  const requests = metrics.counter(METRICS.apiRequests);
   const errors = metrics.counter(METRICS.apiErrors);
-  const duration = metrics.histogram(METRICS.apiDuration);
   const refusals = metrics.counter(METRICS.authRefusals);
+  metrics.counter(METRICS.apiRequests);
+  metrics.histogram(METRICS.apiDuration);
+  // Per subject (the handlers' patterns, a fixed set): the series bound once.
+  const bySubject = new Map<string, { requests: Increment; duration: Observe }>();
+  const seriesOf = (subject: string) => {
+    let s = bySubject.get(subject);
+    if (!s) {
+      s = { requests: metrics.increment(METRICS.apiRequests, { subject }), duration: metrics.observer(METRICS.apiDuration, { subject }) };
+      bySubject.set(subject, s);
+    }
+    return s;
+  };
   return {
     replied(request, reply, seconds) {
       const subject = request.pattern;
-      requests.inc({ subject });
-      duration.observe({ subject }, seconds);
+      const s = seriesOf(subject);
+      s.requests();
+      s.duration(seconds);
       const error = errorOf(reply);
       if (!error) return;
       errors.inc({ subject, code: error.code });
@@ -78,16 +89,18 @@ export function traceIdOf(request: Pick<ObservedRequest, 'headers'>): string | u
 
 /** Observers one inside the other: the first one's `around` outermost. */
 export function combineObservers(...observers: RequestObserver[]): RequestObserver {
+  const arounds = observers.filter((o) => o.around);
+  const replies = observers.filter((o) => o.replied);
+  function aroundFrom<T>(i: number, request: ObservedRequest, handle: () => Promise<T>): Promise<T> {
+    const o = arounds[i];
+    return o?.around ? o.around(request, () => aroundFrom(i + 1, request, handle)) : handle();
+  }
   return {
     around<T>(request: ObservedRequest, handle: () => Promise<T>): Promise<T> {
-      const wrapped = observers.reduceRight<() => Promise<T>>((inner, o) => {
-        const around = o.around?.bind(o);
-        return around ? () => around(request, inner) : inner;
-      }, handle);
-      return wrapped();
+      return aroundFrom(0, request, handle);
     },
     replied(request, reply, seconds) {
-      for (const o of observers) o.replied?.(request, reply, seconds);
+      for (const o of replies) o.replied?.(request, reply, seconds);
     },
   };
 }

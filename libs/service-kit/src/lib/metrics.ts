@@ -134,6 +134,11 @@ export const METRICS = {
   auditChainEntries: gauge('conclave_audit_chain_entries', 'Entries in the audit hash chain (its head sequence)'),
 } as const;
 
+/** Adds to one series of a counter (default 1). */
+export type Increment = (by?: number) => void;
+/** Records one observation in one series of a histogram. */
+export type Observe = (value: number) => void;
+
 interface Source {
   labels: Record<string, string>;
   read: () => number | undefined | Promise<number | undefined>;
@@ -243,6 +248,31 @@ export class ConclaveMetrics {
       if (now > last) c.inc(labels, now - last);
       last = now;
     });
+  }
+
+  /**
+   * One series of a counter for a hot path (every request, every append): counted in a plain
+   * number and added to the counter when scraped, so an increment hashes no labels (prom-client
+   * hashes and validates the label object on every `inc`, bound children too).
+   */
+  increment(def: Def<'counter'>, labels: Record<string, string>): Increment {
+    const c = this.counter(def);
+    let pending = 0;
+    this.totals.push(() => {
+      if (pending === 0) return;
+      const by = pending;
+      pending = 0;
+      c.inc(labels, by);
+    });
+    return (by = 1) => {
+      pending += by;
+    };
+  }
+
+  /** One series of a histogram, its labels fixed once. */
+  observer(def: Def<'histogram'>, labels: Record<string, string>): Observe {
+    const h = this.histogram(def);
+    return (value) => h.observe(labels, value);
   }
 
   /**

@@ -1,14 +1,17 @@
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import {
   context,
+  createTraceState,
   propagation,
   ROOT_CONTEXT,
   Span,
   SpanKind,
   SpanStatusCode,
   trace,
+  type Attributes,
   type Context,
   type TextMapGetter,
+  type Tracer,
 } from '@opentelemetry/api';
 import type { EventMetadata } from '@conclave/event-log';
 import { NodeSDK, tracing } from '@opentelemetry/sdk-node';
@@ -18,6 +21,25 @@ import type { RequestObserver } from './metrics-requests';
 
 const TRACER = 'conclave';
 let sdk: NodeSDK | undefined;
+/** The SDK's tracer, looked up once per start rather than per span. */
+let tracer: Tracer | undefined;
+const tracerOf = (): Tracer => (tracer ??= trace.getTracer(TRACER));
+/**
+ * The sampler follows the parent's decision (OTEL_TRACES_SAMPLER unset, or `parentbased_*`): a
+ * span under an unsampled parent would be dropped, so none is made; the parent's context is
+ * passed on as it is (same trace id, for the log lines and the next hop).
+ */
+let parentBased = false;
+
+/** The sampled flag of the W3C trace context. */
+const SAMPLED = 0x01;
+
+/** A span made under `parent` would be dropped: the sampler is parent-based and the parent unsampled. */
+function dropsUnder(parent: Context): boolean {
+  if (!parentBased) return false;
+  const c = trace.getSpanContext(parent);
+  return c !== undefined && (c.traceFlags & SAMPLED) === 0 && trace.isSpanContextValid(c);
+}
 
 /**
  * Tracing is off unless the standard variables ask for it: OTEL_TRACES_EXPORTER (other than
@@ -43,6 +65,9 @@ export function tracingOn(): boolean {
  */
 export function startTracing(service: string, options: { spanProcessors?: tracing.SpanProcessor[] } = {}): void {
   if (sdk) return;
+  tracer = undefined;
+  const sampler = process.env['OTEL_TRACES_SAMPLER']?.trim();
+  parentBased = !sampler || sampler.startsWith('parentbased_');
   sdk = new NodeSDK({
     serviceName: process.env['OTEL_SERVICE_NAME'] ?? `conclave-${service}`,
     instrumentations: [],
@@ -57,6 +82,7 @@ export function startTracing(service: string, options: { spanProcessors?: tracin
 export async function stopTracing(): Promise<void> {
   const s = sdk;
   sdk = undefined;
+  tracer = undefined;
   await s?.shutdown();
   trace.disable();
   context.disable();
@@ -84,14 +110,18 @@ const natsGetter: TextMapGetter<MsgHdrs | undefined> = {
 /**
  * A SERVER span per NATS API request, continuing the trace of the request's `traceparent`; the
  * handler runs inside it, so appends and log lines join it. A reply `{ok: false}` is marked
- * with its code; INTERNAL and a throw mark the span as failed.
+ * with its code; INTERNAL and a throw mark the span as failed. A span the sampler drops gets no
+ * attributes and no code (nothing would keep them).
  */
 export function tracingObserver(): RequestObserver {
   return {
     around(request, handle) {
       if (!tracingOn()) return handle();
       const parent = propagation.extract(ROOT_CONTEXT, request.headers, natsGetter);
-      const attributes: Record<string, string> = {
+      if (dropsUnder(parent)) return context.with(parent, handle);
+      const span = tracerOf().startSpan(request.pattern, { kind: SpanKind.SERVER }, parent);
+      if (!span.isRecording()) return context.with(trace.setSpan(parent, span), handle);
+      const attributes: Attributes = {
         'messaging.system': 'nats',
         'messaging.operation.type': 'process',
         'messaging.destination.name': request.subject,
@@ -100,43 +130,72 @@ export function tracingObserver(): RequestObserver {
       const run = idIn(request.body, 'run_id');
       if (proposal) attributes['conclave.proposal_id'] = proposal;
       if (run) attributes['conclave.run_id'] = run;
-      const span = trace.getTracer(TRACER).startSpan(request.pattern, { kind: SpanKind.SERVER, attributes }, parent);
-      return context.with(trace.setSpan(parent, span), async () => {
-        try {
-          const reply = await handle();
+      span.setAttributes(attributes);
+      return settle(
+        span,
+        () => context.with(trace.setSpan(parent, span), handle),
+        (reply) => {
           const code = codeOf(reply);
           if (code) {
             span.setAttribute('conclave.error_code', code);
             if (code === 'INTERNAL') span.setStatus({ code: SpanStatusCode.ERROR, message: code });
           }
-          return reply;
-        } catch (err) {
+        },
+        (err) => {
           // A refusal (an AcpError's code) is the caller's; only INTERNAL or an untyped throw fails the span.
           const code = (err as { code?: unknown })?.code;
           if (typeof code === 'string' && code !== 'INTERNAL') span.setAttribute('conclave.error_code', code);
           else fail(span, err);
-          throw err;
-        } finally {
-          span.end();
-        }
-      });
+        },
+      );
     },
   };
 }
 
-/** Runs `fn` in a child span of the active one (an append, a publish); without tracing, just `fn`. */
-export function traced<T>(name: string, kind: SpanKind, attributes: Record<string, string>, fn: () => Promise<T>): Promise<T> {
-  if (!tracingOn()) return fn();
-  return trace.getTracer(TRACER).startActiveSpan(name, { kind, attributes }, async (span) => {
-    try {
-      return await fn();
-    } catch (err) {
-      fail(span, err);
-      throw err;
-    } finally {
+/**
+ * Runs `fn` (inside the span's context, as the caller arranges) and ends `span` when its promise
+ * settles: `then` handlers on the promise `fn` returns instead of an `async` wrapper, whose extra
+ * promises every request, append and publish would pay for.
+ */
+function settle<T>(
+  span: Span,
+  fn: () => Promise<T>,
+  onValue: (value: T) => void = () => undefined,
+  onError: (err: unknown) => void = (err) => fail(span, err),
+): Promise<T> {
+  let p: Promise<T>;
+  try {
+    p = fn();
+  } catch (err) {
+    onError(err);
+    span.end();
+    return Promise.reject(err);
+  }
+  return p.then(
+    (value) => {
+      onValue(value);
       span.end();
-    }
-  });
+      return value;
+    },
+    (err: unknown) => {
+      onError(err);
+      span.end();
+      throw err;
+    },
+  );
+}
+
+/**
+ * Runs `fn` in a child span of the active one (an append, a publish); without tracing, just `fn`.
+ * Attributes are set only on a span the sampler keeps.
+ */
+export function traced<T>(name: string, kind: SpanKind, attributes: Attributes, fn: () => Promise<T>): Promise<T> {
+  if (!tracingOn()) return fn();
+  const parent = context.active();
+  if (dropsUnder(parent)) return fn();
+  const span = tracerOf().startSpan(name, { kind }, parent);
+  if (span.isRecording()) span.setAttributes(attributes);
+  return settle(span, () => context.with(trace.setSpan(parent, span), fn));
 }
 
 /**
@@ -144,34 +203,46 @@ export function traced<T>(name: string, kind: SpanKind, attributes: Record<strin
  * headers: a consumer continues the trace from the message it reads. `parent` defaults to the
  * active context (an outbox passes the one its log event carried).
  */
-export async function producerSpan<T>(
+export function producerSpan<T>(
   name: string,
-  attributes: Record<string, string>,
+  attributes: Attributes,
   send: (carrier: Record<string, string>) => Promise<T>,
   parent: Context = context.active(),
 ): Promise<T> {
-  const span = trace.getTracer(TRACER).startSpan(name, { kind: SpanKind.PRODUCER, attributes }, parent);
   const carrier: Record<string, string> = {};
-  propagation.inject(trace.setSpan(parent, span), carrier);
-  try {
-    return await send(carrier);
-  } catch (err) {
-    fail(span, err);
-    throw err;
-  } finally {
-    span.end();
+  if (dropsUnder(parent)) {
+    propagation.inject(parent, carrier);
+    return send(carrier);
   }
+  const span = tracerOf().startSpan(name, { kind: SpanKind.PRODUCER }, parent);
+  if (span.isRecording()) span.setAttributes(attributes);
+  propagation.inject(trace.setSpan(parent, span), carrier);
+  return settle(span, () => send(carrier));
 }
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
 /**
  * The active trace context as event metadata (`traceparent`, and `tracestate` when there is one),
- * for an append to store beside its events; undefined without tracing or an active span.
+ * for an append to store beside its events; undefined without tracing or an active span. The
+ * log always carries W3C trace context, written and read here (OTEL_PROPAGATORS applies to NATS
+ * messages): formatting it directly costs a fraction of the propagators' inject. Baggage, when a
+ * request brought some, still goes through them.
  */
 export function traceMetadata(): Record<string, string> | undefined {
-  if (!tracingOn() || !trace.getActiveSpan()) return undefined;
-  const carrier: Record<string, string> = {};
-  propagation.inject(context.active(), carrier);
-  return Object.keys(carrier).length > 0 ? carrier : undefined;
+  if (!tracingOn()) return undefined;
+  const active = context.active();
+  const c = trace.getSpanContext(active);
+  if (!c || !trace.isSpanContextValid(c)) return undefined;
+  if (propagation.getBaggage(active)) {
+    const carrier: Record<string, string> = {};
+    propagation.inject(active, carrier);
+    return carrier;
+  }
+  const metadata: Record<string, string> = { traceparent: `00-${c.traceId}-${c.spanId}-0${(c.traceFlags & 0xff).toString(16)}` };
+  const state = c.traceState?.serialize();
+  if (state) metadata['tracestate'] = state;
+  return metadata;
 }
 
 const metadataGetter: TextMapGetter<EventMetadata | undefined> = {
@@ -179,11 +250,30 @@ const metadataGetter: TextMapGetter<EventMetadata | undefined> = {
   get: (m, key) => m?.[key],
 };
 
-/** The trace context a log event's metadata carries; undefined when it carries none (or tracing is off). */
+/**
+ * The trace context a log event's metadata carries; undefined when it carries none (or tracing is
+ * off). The usual metadata (a W3C `traceparent`, perhaps a `tracestate`) is parsed here; anything
+ * else (baggage, another format) goes through the configured propagators.
+ */
 export function contextOfEvent(metadata: EventMetadata | undefined): Context | undefined {
   if (!tracingOn() || !metadata) return undefined;
-  const ctx = propagation.extract(ROOT_CONTEXT, metadata, metadataGetter);
-  return trace.getSpanContext(ctx) ? ctx : undefined;
+  const traceparent = metadata['traceparent'];
+  if (traceparent === undefined) return undefined;
+  const keys = Object.keys(metadata).length;
+  const state = metadata['tracestate'];
+  const m = keys === 1 || (keys === 2 && state !== undefined) ? TRACEPARENT.exec(traceparent) : null;
+  if (!m) {
+    const ctx = propagation.extract(ROOT_CONTEXT, metadata, metadataGetter);
+    return trace.getSpanContext(ctx) ? ctx : undefined;
+  }
+  const spanContext = {
+    traceId: m[1],
+    spanId: m[2],
+    traceFlags: parseInt(m[3], 16),
+    isRemote: true,
+    ...(state ? { traceState: createTraceState(state) } : {}),
+  };
+  return trace.isSpanContextValid(spanContext) ? trace.setSpanContext(ROOT_CONTEXT, spanContext) : undefined;
 }
 
 /**
@@ -205,7 +295,7 @@ export function continueTrace<T>(
   parent: Context | undefined,
   name: string,
   kind: SpanKind,
-  attributes: Record<string, string>,
+  attributes: Attributes,
   fn: () => T | Promise<T>,
 ): Promise<T> {
   if (!parent) {
@@ -215,16 +305,16 @@ export function continueTrace<T>(
       return Promise.reject(err);
     }
   }
-  return trace.getTracer(TRACER).startActiveSpan(name, { kind, attributes }, parent, async (span) => {
+  if (dropsUnder(parent)) {
     try {
-      return await fn();
+      return Promise.resolve(context.with(parent, fn));
     } catch (err) {
-      fail(span, err);
-      throw err;
-    } finally {
-      span.end();
+      return Promise.reject(err);
     }
-  });
+  }
+  const span = tracerOf().startSpan(name, { kind }, parent);
+  if (span.isRecording()) span.setAttributes(attributes);
+  return settle(span, () => Promise.resolve(context.with(trace.setSpan(parent, span), fn)));
 }
 
 /** The active context when tracing is on and a span is active (kept by a timer for its action). */

@@ -1,0 +1,175 @@
+import { context, ROOT_CONTEXT, SpanKind, trace, TraceFlags, type Context } from '@opentelemetry/api';
+import { tracing } from '@opentelemetry/sdk-node';
+import { InMemoryEventLog, type LogEvent } from '@conclave/event-log';
+import { headers } from 'nats';
+import { ConclaveMetrics } from './metrics';
+import { MeteredEventLog } from './metrics-event-log';
+import type { ServiceConfig } from './service-config';
+import {
+  activeTraceId,
+  continueTrace,
+  contextOfEvent,
+  producerSpan,
+  startTracing,
+  stopTracing,
+  traced,
+  traceMetadata,
+  tracingObserver,
+} from './tracing';
+
+const TRACE = '0af7651916cd43dd8448eb211c80319c';
+const PARENT = 'b7ad6b7169203331';
+const ev = (id: string): LogEvent => ({ event_id: id, type: 'Happened' });
+/** The context of a caller's span, as a `traceparent` header brings it. */
+const remote = (flags: number): Context =>
+  trace.setSpanContext(ROOT_CONTEXT, { traceId: TRACE, spanId: PARENT, traceFlags: flags, isRemote: true });
+const request = (flags: string) => {
+  const h = headers();
+  h.set('traceparent', `00-${TRACE}-${PARENT}-${flags}`);
+  return { pattern: 'v1.get', subject: 'x.v1.get', headers: h, body: { proposal_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV' } };
+};
+
+/** A request through the tracing observer. */
+function observe<T>(req: ReturnType<typeof request>, handle: () => Promise<T>): Promise<T> {
+  const { around } = tracingObserver();
+  if (!around) throw new Error('the tracing observer wraps requests');
+  return around(req, handle);
+}
+
+/** The context a trace context's metadata gives (it must give one). */
+function eventContext(metadata: Record<string, string>): Context {
+  const ctx = contextOfEvent(metadata);
+  if (!ctx) throw new Error(`no context in ${JSON.stringify(metadata)}`);
+  return ctx;
+}
+
+/** The finished spans once `n` have been exported (the processor exports asynchronously). */
+async function finished(exporter: tracing.InMemorySpanExporter, n: number) {
+  for (let i = 0; i < 200 && exporter.getFinishedSpans().length < n; i++) await new Promise((r) => setTimeout(r, 5));
+  return exporter.getFinishedSpans();
+}
+
+/** The spans exported before a marker span made after them: none may still be on the way. */
+async function spansBeforeMarker(exporter: tracing.InMemorySpanExporter) {
+  trace.getTracer('test').startSpan('marker', {}, ROOT_CONTEXT).end();
+  for (let i = 0; i < 200 && !exporter.getFinishedSpans().some((s) => s.name === 'marker'); i++) await new Promise((r) => setTimeout(r, 5));
+  return exporter.getFinishedSpans().filter((s) => s.name !== 'marker');
+}
+
+describe('tracing with the default (parent-based) sampler', () => {
+  const exporter = new tracing.InMemorySpanExporter();
+  const metrics = new ConclaveMetrics('test', { instrumentation: 'on' } as ServiceConfig);
+  let log: MeteredEventLog;
+
+  beforeAll(() => startTracing('test', { spanProcessors: [new tracing.SimpleSpanProcessor(exporter)] }));
+  afterAll(() => stopTracing());
+  beforeEach(() => {
+    exporter.reset();
+    log = new MeteredEventLog(new InMemoryEventLog(), metrics);
+  });
+
+  it('given a sampled caller, when a request appends, then its SERVER span is the caller span child and the append span its own, and the events carry the append span', async () => {
+    const reply = await observe(request('01'), () => log.append('thing-1', [ev('e1')], 'no_stream').then(() => ({ ok: true })));
+
+    expect(reply).toEqual({ ok: true });
+    const [append, server] = await finished(exporter, 2);
+    expect(server).toMatchObject({ name: 'v1.get', kind: SpanKind.SERVER, parentSpanContext: { spanId: PARENT } });
+    expect(server.attributes).toMatchObject({
+      'messaging.destination.name': 'x.v1.get',
+      'conclave.proposal_id': '01ARZ3NDEKTSV4RRFFQ69G5FAV',
+    });
+    expect(append).toMatchObject({
+      name: 'eventlog.append',
+      kind: SpanKind.CLIENT,
+      parentSpanContext: { spanId: server.spanContext().spanId },
+    });
+    expect(append.attributes).toEqual({ 'conclave.category': 'thing' });
+    const [stored] = (await log.read('thing-1')).events;
+    expect(stored.metadata).toEqual({ traceparent: `00-${TRACE}-${append.spanContext().spanId}-01` });
+  });
+
+  it('given an unsampled caller, when a request appends, then no span is made and the events still carry the trace, unsampled', async () => {
+    let traceId: string | undefined;
+    await observe(request('00'), async () => {
+      traceId = activeTraceId();
+      await log.append('thing-2', [ev('e2')], 'no_stream');
+    });
+
+    expect(await spansBeforeMarker(exporter)).toEqual([]);
+    expect(traceId).toBe(TRACE);
+    const [stored] = (await log.read('thing-2')).events;
+    expect(stored.metadata).toEqual({ traceparent: `00-${TRACE}-${PARENT}-00` });
+  });
+
+  it('given an unsampled event, when its timer and publish run, then neither makes a span and the message carries the unsampled trace', async () => {
+    const parent = contextOfEvent({ traceparent: `00-${TRACE}-${PARENT}-00` });
+    let carried: Record<string, string> = {};
+    await continueTrace(parent, 'timer t', SpanKind.INTERNAL, {}, () =>
+      producerSpan('publish o', {}, async (carrier) => {
+        carried = carrier;
+      }),
+    );
+
+    expect(await spansBeforeMarker(exporter)).toEqual([]);
+    expect(carried['traceparent']).toBe(`00-${TRACE}-${PARENT}-00`);
+  });
+
+  it('given a sampled event, when its timer publishes, then the PRODUCER span is the timer span child and the message carries it', async () => {
+    const parent = contextOfEvent({ traceparent: `00-${TRACE}-${PARENT}-01`, tracestate: 'vendor=a' });
+    let carried: Record<string, string> = {};
+    await continueTrace(parent, 'timer t', SpanKind.INTERNAL, { 'conclave.timer_key': 'k' }, () =>
+      producerSpan('publish o', { 'messaging.destination.name': 'd' }, async (carrier) => {
+        carried = carrier;
+      }),
+    );
+
+    const [publish, timer] = await finished(exporter, 2);
+    expect(timer).toMatchObject({ name: 'timer t', parentSpanContext: { traceId: TRACE, spanId: PARENT } });
+    expect(timer.attributes).toEqual({ 'conclave.timer_key': 'k' });
+    expect(publish).toMatchObject({
+      name: 'publish o',
+      kind: SpanKind.PRODUCER,
+      parentSpanContext: { spanId: timer.spanContext().spanId },
+    });
+    expect(carried).toEqual({ traceparent: `00-${TRACE}-${publish.spanContext().spanId}-01`, tracestate: 'vendor=a' });
+  });
+
+  it('given a failing append inside a sampled span, then the append span is failed and the error passes through', async () => {
+    const failing = { append: () => Promise.reject(Object.assign(new Error('down'), { code: 'UNAVAILABLE' })) };
+    await expect(
+      context.with(remote(TraceFlags.SAMPLED), () => traced('eventlog.append', SpanKind.CLIENT, {}, () => failing.append())),
+    ).rejects.toThrow('down');
+
+    const [span] = await finished(exporter, 1);
+    expect(span.status).toMatchObject({ code: 2, message: 'UNAVAILABLE' });
+    expect(span.attributes).toEqual({ 'conclave.error_code': 'UNAVAILABLE' });
+  });
+
+  it('reads back what it writes: metadata with a tracestate, and rejects an invalid or all-zero traceparent', () => {
+    const ctx = eventContext({ traceparent: `00-${TRACE}-${PARENT}-01`, tracestate: 'a=1,b=2' });
+    expect(trace.getSpanContext(ctx)).toMatchObject({ traceId: TRACE, spanId: PARENT, traceFlags: 1, isRemote: true });
+    expect(context.with(ctx, traceMetadata)).toEqual({
+      traceparent: `00-${TRACE}-${PARENT}-01`,
+      tracestate: 'a=1,b=2',
+    });
+    expect(contextOfEvent({ traceparent: `00-${'0'.repeat(32)}-${PARENT}-01` })).toBeUndefined();
+    expect(contextOfEvent({ traceparent: 'garbage' })).toBeUndefined();
+    expect(contextOfEvent({ other: 'x' })).toBeUndefined();
+  });
+});
+
+describe('tracing with a sampler that is not parent-based', () => {
+  const exporter = new tracing.InMemorySpanExporter();
+
+  beforeAll(() => {
+    process.env['OTEL_TRACES_SAMPLER'] = 'always_on';
+    startTracing('test', { spanProcessors: [new tracing.SimpleSpanProcessor(exporter)] });
+    delete process.env['OTEL_TRACES_SAMPLER'];
+  });
+  afterAll(() => stopTracing());
+
+  it('given an unsampled caller, then the sampler still decides: always_on records the span', async () => {
+    await context.with(remote(TraceFlags.NONE), () => traced('eventlog.append', SpanKind.CLIENT, {}, async () => 1));
+    expect((await finished(exporter, 1)).map((s) => s.name)).toEqual(['eventlog.append']);
+  });
+});
