@@ -29,9 +29,17 @@ const IN_FLIGHT = int('BENCH_IN_FLIGHT', 64);
 /** When set, a CPU profile of each measured round is written there (`<round>-<arm>.cpuprofile`). */
 const PROFILE_DIR = process.env['BENCH_OVERHEAD_PROFILE'];
 
-/** `on`: metrics and tracing; `metrics`: metrics only; `off`: CONCLAVE_INSTRUMENTATION=off. */
-type Arm = 'on' | 'metrics' | 'off';
-const ARMS = (process.env['BENCH_OVERHEAD_ARMS'] ?? 'on,off').split(',').filter((a): a is Arm => ['on', 'metrics', 'off'].includes(a));
+/**
+ * `on`: metrics and tracing (every trace sampled); `sampled`: the same with
+ * OTEL_TRACES_SAMPLER=parentbased_traceidratio at BENCH_OVERHEAD_SAMPLE_RATIO (default 0.1);
+ * `metrics`: metrics only; `off`: CONCLAVE_INSTRUMENTATION=off.
+ */
+type Arm = 'on' | 'sampled' | 'metrics' | 'off';
+const ARMS = (process.env['BENCH_OVERHEAD_ARMS'] ?? 'on,off')
+  .split(',')
+  .filter((a): a is Arm => ['on', 'sampled', 'metrics', 'off'].includes(a));
+const SAMPLE_RATIO = process.env['BENCH_OVERHEAD_SAMPLE_RATIO'] ?? '0.1';
+const traces = (arm: Arm) => arm === 'on' || arm === 'sampled';
 
 export interface OverheadRound {
   round: number;
@@ -85,7 +93,12 @@ async function drive(h: ConclaveHarness, decisions: DecisionCollector, from: num
 }
 
 async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<OverheadRound> {
-  if (arm === 'on') startTracing('bench', { spanProcessors: [new tracing.BatchSpanProcessor(dropAll)] });
+  if (arm === 'sampled')
+    Object.assign(process.env, { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: SAMPLE_RATIO });
+  // The SDK reads the sampler from the environment when it starts.
+  if (traces(arm)) startTracing('bench', { spanProcessors: [new tracing.BatchSpanProcessor(dropAll)] });
+  delete process.env['OTEL_TRACES_SAMPLER'];
+  delete process.env['OTEL_TRACES_SAMPLER_ARG'];
   const h = new ConclaveHarness({
     LOG_LEVEL: 'error',
     CONCLAVE_SWEEP_INTERVAL_MS: '600000',
@@ -95,6 +108,8 @@ async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<Overhe
     await h.start('intake', 'resolver', 'sweeper');
     const decisions = new DecisionCollector(h.client);
     await drive(h, decisions, 0, WARMUP);
+    // The previous rounds' garbage is not this round's to collect.
+    (globalThis as { gc?: () => void }).gc?.();
     const profiler = PROFILE_DIR && n > 0 ? new Session() : undefined;
     if (profiler) {
       profiler.connect();
@@ -117,7 +132,7 @@ async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<Overhe
     return { round: n, arm, rate: proposals / seconds, cpuUsPerProposal: (cpu.user + cpu.system) / proposals };
   } finally {
     await h.stop();
-    if (arm === 'on') await stopTracing();
+    if (traces(arm)) await stopTracing();
   }
 }
 

@@ -29,6 +29,12 @@ import { performance } from 'node:perf_hooks';
 import { PrivateNatsServer } from '../test/support/processes';
 import { fmt, verdict } from './bench-util';
 
+const ARM_NAMES: Record<string, string> = {
+  on: 'metrics + tracing (dropping exporter)',
+  sampled: 'metrics + tracing sampled (parentbased_traceidratio, dropping exporter)',
+  metrics: 'metrics only',
+};
+
 const skip = new Set((process.env['BENCH_SKIP'] ?? '').split(',').filter(Boolean));
 
 async function main(): Promise<void> {
@@ -68,7 +74,7 @@ async function main(): Promise<void> {
         const rate = o.rateLossPct[arm];
         if (!cpu || !rate) continue;
         lines.push(
-          `instrumentation ${arm === 'on' ? 'metrics + tracing (dropping exporter)' : 'metrics only'} vs CONCLAVE_INSTRUMENTATION=off, ${o.rounds.length / o.arms.length} rounds: CPU per proposal ${signed(cpu.median)}% (rounds ${signed(cpu.min)} to ${signed(cpu.max)}%), throughput ${signed(-rate.median)}% (rounds ${signed(-rate.max)} to ${signed(-rate.min)}%); goal < 5% (CPU, median): ${verdict(cpu.median, 5, false)}`,
+          `instrumentation ${ARM_NAMES[arm]} vs CONCLAVE_INSTRUMENTATION=off, ${o.rounds.length / o.arms.length} rounds: CPU per proposal ${signed(cpu.median)}% (rounds ${signed(cpu.min)} to ${signed(cpu.max)}%), throughput ${signed(-rate.median)}% (rounds ${signed(-rate.max)} to ${signed(-rate.min)}%); goal < 5% (CPU, median): ${verdict(cpu.median, 5, false)}`,
         );
       }
     }
