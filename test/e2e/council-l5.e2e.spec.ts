@@ -52,10 +52,10 @@ describe('council:L5 outcomes and calibration end to end (apps/council over NATS
     return JSON.parse(decoder.decode(msg.data)) as T;
   }
 
-  async function council(domain: string, id: string): Promise<RunRecord> {
+  async function council(domain: string, id: string, members: MemberDescriptor[] = panel): Promise<RunRecord> {
     const runId = await c.client.start({
       goal_contract: scriptedGoalContract({ goal_contract_id: `gc-${id}`, domain }),
-      panel,
+      panel: members,
       policy,
       run_id: id,
     });
@@ -220,5 +220,55 @@ describe('council:L5 outcomes and calibration end to end (apps/council over NATS
     expect(unknown).toMatchObject({ ok: true });
     const cal = await request<{ calibration: { domain: string }[] }>('capability.calibration', { domain: 'ledger' });
     expect(cal.calibration).toEqual([]);
+  });
+
+  it('a model version change: the chair’s estimate built on v1 is not carried to v2, which starts at the prior; v1 stays, superseded; a rebuild agrees', async () => {
+    const domain = 'versioning';
+    // One chair, the same participant on two model versions: its synthesizer profile is family-a in this domain.
+    const on = (version: string): MemberDescriptor[] => [
+      ...panel.filter((m) => proposers.includes(m.member_id)),
+      { ...scriptedDescriptor(chairs.a, 'chair', ['chair']), model_family: 'family-a', model_version: version },
+    ];
+    type Estimate = Estimates['estimates'][number];
+    const version = (e: Estimates, v: string): Estimate | undefined =>
+      e.estimates.find(
+        (x) => x['model_family'] === 'family-a' && x['model_version'] === v && x['role'] === 'synthesizer' && x['domain'] === domain,
+      );
+    const settled = (test: (e: Estimates) => boolean, what: string) =>
+      eventually(
+        async () => {
+          const e = await estimates({ domain });
+          return test(e) ? e : undefined;
+        },
+        10_000,
+        what,
+      );
+
+    // Given two decisions chaired on v1, both successes.
+    for (const id of ['l5_ver_1', 'l5_ver_2']) {
+      const r = await council(domain, id, on('v1'));
+      expect(chairOf(r)).toBe(chairs.a);
+      expect(await request('outcome.record', { run_id: r.run_id, outcome: outcome(r, 'success'), actor: owner })).toMatchObject({
+        ok: true,
+      });
+    }
+    const v1Only = await settled((e) => version(e, 'v1')?.observations === 2, 'two v1 outcomes in the estimates');
+    // Beta(1, 1) and two successes: Beta(3, 1).
+    expect(version(v1Only, 'v1')).toMatchObject({ alpha: 3, beta: 1, estimate: 0.75, observations: 2 });
+
+    // When the chair runs on v2: at the start its scoped capability is the prior, with no observation carried.
+    const r3 = await council(domain, 'l5_ver_3', on('v2'));
+    expect(r3.chair_selection?.scores.find((x) => x.member_id === chairs.a)).toMatchObject({ estimate: 0.5, observations: 0 });
+    expect(await request('outcome.record', { run_id: r3.run_id, outcome: outcome(r3, 'failure'), actor: owner })).toMatchObject({
+      ok: true,
+    });
+
+    // Then v2's estimate holds v2's evidence alone (Beta(1, 2) after one failure), and v1's stands, marked superseded.
+    const after = await settled((e) => version(e, 'v2')?.observations === 1, 'the v2 outcome in the estimates');
+    expect(version(after, 'v2')).toMatchObject({ alpha: 1, beta: 2, observations: 1, carried_from: null });
+    expect(version(after, 'v2')?.estimate).toBeCloseTo(1 / 3, 12);
+    expect(version(after, 'v1')).toMatchObject({ alpha: 3, beta: 1, observations: 2, superseded_by: 'v2' });
+    // And a rebuild from the log gives the same.
+    expect((await estimates({ domain, rebuild: true })).estimates).toEqual(after.estimates);
   });
 });
