@@ -37,7 +37,7 @@ import { proposalTaskInputs } from './independent-proposal';
 import { stageTimeoutMs } from './policy';
 import { assignAnonymousLabels, reviewTargetsFor, reviewTaskInputs, blindCandidate, blindReview } from './review-and-anonymity';
 import { activeMembersWithRole, currentCandidateIds, tasksOf } from './run-queries';
-import { ActiveRun, CouncilRunState, RunData, evolveRun, evolveRunInPlace } from './state';
+import { ActiveRun, CouncilRunState, RunData, RunInStage, evolveRun, evolveRunInPlace, staged } from './state';
 import { revisionTaskInputs } from './targeted-revision';
 import { synthesisTaskInputs, nextChair } from './chair-and-synthesis';
 import { CouncilStage } from './contracts';
@@ -123,12 +123,7 @@ export interface ControllerStep {
  * fold them again. With `owned`, the caller hands over a private copy of the run (one it folded
  * itself and shares with nobody): it is folded in place instead of being copied first.
  */
-export function decideNextFolding(
-  state: CouncilRunState,
-  now: string,
-  options: ControllerOptions = {},
-  owned = false,
-): ControllerStep {
+export function decideNextFolding(state: CouncilRunState, now: string, options: ControllerOptions = {}, owned = false): ControllerStep {
   instantMs(now, 'now');
   if (state.status !== 'running') return { actions: [], state };
   const actions: ControllerAction[] = [];
@@ -144,7 +139,7 @@ export function decideNextFolding(
       // before the in-place fold can touch the state they were built from.
       a.event = clone(a.event) as never;
       if (a.kind === 'IssueTask') a.request = clone(a.request);
-      const before = s;
+      const before: CouncilRunState = s;
       s = owned ? evolveRunInPlace(s, a.event) : evolveRun(s, a.event);
       // An event the run already holds (a commit decided again) leaves `s` as it was, not copied.
       if (s !== before) owned = true;
@@ -320,166 +315,198 @@ function nextStep(run: ActiveRun, now: string, options: ControllerOptions): Cont
   const verdict = degradedVerdict(run);
   if (!verdict.continue) return terminate(run, now, 'failed-below-quorum', verdict.reason, options);
 
-  switch (run.stage) {
-    case 'proposal': {
-      const p = progress(run, 'proposal');
-      if (p === 'none') {
-        const proposers = activeMembersWithRole(run, 'proposer');
-        if (proposers.length < run.policy.min_quorum) return terminate(run, now, 'failed-below-quorum', 'below-quorum', options);
-        return proposers.map((m) => issue(run, now, 'proposal', m.member_id, proposalTaskInputs(run), options));
-      }
-      if (p === 'pending') return [];
-      const ids = currentCandidateIds(run);
-      if (ids.length < run.policy.min_quorum) {
-        return terminate(run, now, 'failed-below-quorum', ids.length === 0 ? 'no-candidates' : 'below-quorum', options);
-      }
-      const unlabelled = ids.map((id) => run.lineages[run.candidates[id].lineage_id]).filter((l) => l.letter === undefined);
-      const anonymization = assignAnonymousLabels(unlabelled, run.seed, run.anonymization.length);
-      const data: ProposalStageClosed['data'] = {
-        round: run.round,
-        generation: run.generation,
-        candidate_ids: ids,
-        anonymization,
-        next_stage: 'review',
-      };
-      return [
-        {
-          kind: 'CloseStage',
-          event: envelope(run, E.ProposalStageClosed, `${run.run_id}:${run.round}:proposal:closed`, now, data, options),
-        },
-      ];
-    }
-    case 'review': {
-      const p = progress(run, 'review');
-      const ids = currentCandidateIds(run);
-      if (p === 'none') {
-        const reviewers = activeMembersWithRole(run, 'reviewer').filter((m) => reviewTargetsFor(run, m.member_id, ids).length > 0);
-        if (reviewers.length > 0)
-          return reviewers.map((m) => issue(run, now, 'review', m.member_id, reviewTaskInputs(run, m.member_id, ids), options));
-      } else if (p === 'pending') {
-        return [];
-      }
-      const checkpoint = computeCheckpoint(run);
-      return [
-        {
-          kind: 'RecordCheckpoint',
-          event: envelope(run, E.CheckpointRecorded, `${run.run_id}:${run.round}:checkpoint`, now, { checkpoint }, options),
-        },
-        closeStage(run, now, 'review', 'conflict-map', options, p === 'none' ? 'no eligible reviewer' : undefined),
-      ];
-    }
-    case 'conflict-map': {
-      const p = progress(run, 'conflict-map');
-      if (p === 'none') {
-        const moderator =
-          activeMembersWithRole(run, 'moderator')[0]?.member_id ?? run.chair_order.find((id) => !run.failed_members.includes(id));
-        if (moderator === undefined)
-          return [closeStage(run, now, 'conflict-map', afterConflictMap(run), options, 'no moderator or chair standing')];
-        const ids = currentCandidateIds(run);
-        // Member content is scrubbed (blindCandidate, blindReview); the controller's own words are not.
-        const inputs = {
-          candidates: ids.map((id) => blindCandidate(run, id)),
-          reviews: run.review_order
-            .filter((id) => run.reviews[id].round === run.round && run.reviews[id].generation === run.generation)
-            .map((id) => blindReview(run, id)),
-          conflict_types: [...CONFLICT_TYPES],
-          instructions:
-            'Return a ConflictMap; positions are candidate_refs; each conflict carries discriminating_evidence (or value_owner for a value conflict).',
-        };
-        return [issue(run, now, 'conflict-map', moderator, inputs, options)];
-      }
-      if (p === 'pending') return [];
-      return [closeStage(run, now, 'conflict-map', afterConflictMap(run), options)];
-    }
-    case 'frame-check': {
-      const p = progress(run, 'frame-check');
-      if (p === 'none') {
-        const observer = activeMembersWithRole(run, 'frame-observer')[0];
-        if (!observer) return [closeStage(run, now, 'frame-check', 'evaluate', options, 'no frame observer standing')];
-        const ids = currentCandidateIds(run);
-        const inputs = {
-          candidates: ids.map((id) => blindCandidate(run, id)),
-          instructions:
-            'Run the Inside-Outsider check: return frame-holds, or frame-challenge with assumed_frame, excluded, evidence_refs or inference, reversal_signal, re_entry_action.',
-        };
-        return [issue(run, now, 'frame-check', observer.member_id, inputs, options)];
-      }
-      if (p === 'pending') return [];
-      const challenged = openFrameChallenges(run).some((f) => f.goal_contract_id === run.goal_contract.goal_contract_id);
-      return [closeStage(run, now, 'frame-check', challenged ? 'frame-decision' : 'evaluate', options)];
-    }
-    case 'frame-decision': {
-      if (openFrameChallenges(run).length === 0) return [closeStage(run, now, 'frame-decision', 'evaluate', options)];
-      const due = instantMs(run.stage_opened_at, 'stage_opened_at') + stageTimeoutMs(run.policy, 'frame-decision');
-      if (nowMs < due) return [];
-      return [
-        closeStage(run, now, 'frame-decision', 'evaluate', options, 'frame challenge not accepted by the deadline; retained as dissent'),
-      ];
-    }
-    case 'evaluate': {
-      const ev = evaluateRound(run);
-      const data: RoundClosed['data'] = {
-        round: run.round,
-        signals: ev.signals,
-        decision: ev.decision,
-        best_checkpoint_id: ev.best_checkpoint_id,
-        basis_candidate_ids: ev.basis_candidate_ids,
-        open_issue_ids: ev.open_issue_ids,
-      };
-      if (ev.stop_reason !== undefined) data.stop_reason = ev.stop_reason;
-      const closed: ControllerAction = {
-        kind: 'CloseRound',
-        event: envelope(run, E.RoundClosed, `${run.run_id}:${run.round}:round-closed`, now, data, options),
-      };
-      if (ev.decision === 'synthesize') return [closed];
-      const nextRound = run.round + 1;
-      return [
-        closed,
-        {
-          kind: 'RequestRevision',
-          event: envelope(
-            run,
-            E.RevisionRequested,
-            `${run.run_id}:${nextRound}:revision-requested`,
-            now,
-            { round: nextRound, requests: ev.requests },
-            options,
-          ),
-        },
-      ];
-    }
-    case 'revision': {
-      const p = progress(run, 'revision');
-      if (p === 'none') {
-        const requests = run.revision_requests.find((r) => r.round === run.round)?.requests ?? [];
-        const standing = requests.filter((r) => !run.failed_members.includes(r.author_member_id));
-        if (standing.length === 0) return [closeStage(run, now, 'revision', 'review', options, 'no author standing to revise')];
-        return standing.map((r) => issue(run, now, 'revision', r.author_member_id, revisionTaskInputs(run, r), options));
-      }
-      if (p === 'pending') return [];
-      return [closeStage(run, now, 'revision', 'review', options)];
-    }
-    case 'synthesis': {
-      if (run.decision) return terminate(run, now, deriveTerminalState(run), 'decision-recorded', options);
-      if (tasksOf(run, run.round, 'synthesis').some((t) => t.status === 'issued')) return [];
-      const chair = nextChair(run);
-      // 18: Chair fails with no authorised fallback: return the artifacts, no false synthesis.
-      if (chair === undefined)
-        return terminate(
-          run,
-          now,
-          'failed-below-quorum',
-          'chair-failed-without-fallback',
-          options,
-          'artifacts and best checkpoint returned without synthesis',
-        );
-      const last = run.rounds[run.rounds.length - 1];
-      const basis = last?.basis_candidate_ids.length ? last.basis_candidate_ids : currentCandidateIds(run);
-      return [issue(run, now, 'synthesis', chair, synthesisTaskInputs(run, basis, last?.stop_reason), options)];
-    }
+  const r = staged(run);
+  switch (r.stage) {
+    case 'proposal':
+      return produceIndependentCandidates(r, now, options);
+    case 'review':
+      return reviewArtifacts(r, now, options);
+    case 'conflict-map':
+      return extractConflicts(r, now, options);
+    case 'frame-check':
+      return checkTheFrame(r, now, options);
+    case 'frame-decision':
+      return awaitFrameDecision(r, now, options);
+    case 'evaluate':
+      return evaluateTheRound(r, now, options);
+    case 'revision':
+      return reviseInParallel(r, now, options);
+    case 'synthesis':
+      return synthesize(r, now, options);
     default: {
-      const _exhaustive: never = run.stage;
+      const _exhaustive: never = r;
       return _exhaustive;
     }
   }
+}
+
+/** Spec 10 (lifecycle step 2): every standing proposer writes a candidate alone; the stage closes with anonymous labels (11.1). */
+function produceIndependentCandidates(run: RunInStage<'proposal'>, now: string, options: ControllerOptions): ControllerAction[] {
+  const p = progress(run, 'proposal');
+  if (p === 'none') {
+    const proposers = activeMembersWithRole(run, 'proposer');
+    if (proposers.length < run.policy.min_quorum) return terminate(run, now, 'failed-below-quorum', 'below-quorum', options);
+    return proposers.map((m) => issue(run, now, 'proposal', m.member_id, proposalTaskInputs(run), options));
+  }
+  if (p === 'pending') return [];
+  const ids = currentCandidateIds(run);
+  if (ids.length < run.policy.min_quorum) {
+    return terminate(run, now, 'failed-below-quorum', ids.length === 0 ? 'no-candidates' : 'below-quorum', options);
+  }
+  const unlabelled = ids.map((id) => run.lineages[run.candidates[id].lineage_id]).filter((l) => l.letter === undefined);
+  const anonymization = assignAnonymousLabels(unlabelled, run.seed, run.anonymization.length);
+  const data: ProposalStageClosed['data'] = {
+    round: run.round,
+    generation: run.generation,
+    candidate_ids: ids,
+    anonymization,
+    next_stage: 'review',
+  };
+  return [
+    {
+      kind: 'CloseStage',
+      event: envelope(run, E.ProposalStageClosed, `${run.run_id}:${run.round}:proposal:closed`, now, data, options),
+    },
+  ];
+}
+
+/** Spec 11 (step 3): blind reviews of the others' candidates; the round's checkpoint is recorded when they are in. */
+function reviewArtifacts(run: RunInStage<'review'>, now: string, options: ControllerOptions): ControllerAction[] {
+  const p = progress(run, 'review');
+  const ids = currentCandidateIds(run);
+  if (p === 'none') {
+    const reviewers = activeMembersWithRole(run, 'reviewer').filter((m) => reviewTargetsFor(run, m.member_id, ids).length > 0);
+    if (reviewers.length > 0)
+      return reviewers.map((m) => issue(run, now, 'review', m.member_id, reviewTaskInputs(run, m.member_id, ids), options));
+  } else if (p === 'pending') {
+    return [];
+  }
+  const checkpoint = computeCheckpoint(run);
+  return [
+    {
+      kind: 'RecordCheckpoint',
+      event: envelope(run, E.CheckpointRecorded, `${run.run_id}:${run.round}:checkpoint`, now, { checkpoint }, options),
+    },
+    closeStage(run, now, 'review', 'conflict-map', options, p === 'none' ? 'no eligible reviewer' : undefined),
+  ];
+}
+
+/** Spec 8.5 (step 4): the moderator, or the chair when there is none, maps the conflicts over blind refs. */
+function extractConflicts(run: RunInStage<'conflict-map'>, now: string, options: ControllerOptions): ControllerAction[] {
+  const p = progress(run, 'conflict-map');
+  if (p === 'none') {
+    const moderator =
+      activeMembersWithRole(run, 'moderator')[0]?.member_id ?? run.chair_order.find((id) => !run.failed_members.includes(id));
+    if (moderator === undefined)
+      return [closeStage(run, now, 'conflict-map', afterConflictMap(run), options, 'no moderator or chair standing')];
+    const ids = currentCandidateIds(run);
+    // Member content is scrubbed (blindCandidate, blindReview); the controller's own words are not.
+    const inputs = {
+      candidates: ids.map((id) => blindCandidate(run, id)),
+      reviews: run.review_order
+        .filter((id) => run.reviews[id].round === run.round && run.reviews[id].generation === run.generation)
+        .map((id) => blindReview(run, id)),
+      conflict_types: [...CONFLICT_TYPES],
+      instructions:
+        'Return a ConflictMap; positions are candidate_refs; each conflict carries discriminating_evidence (or value_owner for a value conflict).',
+    };
+    return [issue(run, now, 'conflict-map', moderator, inputs, options)];
+  }
+  if (p === 'pending') return [];
+  return [closeStage(run, now, 'conflict-map', afterConflictMap(run), options)];
+}
+
+/** Spec 13 (step 4): the frame observer's Inside-Outsider check, when one is due. */
+function checkTheFrame(run: RunInStage<'frame-check'>, now: string, options: ControllerOptions): ControllerAction[] {
+  const p = progress(run, 'frame-check');
+  if (p === 'none') {
+    const observer = activeMembersWithRole(run, 'frame-observer')[0];
+    if (!observer) return [closeStage(run, now, 'frame-check', 'evaluate', options, 'no frame observer standing')];
+    const ids = currentCandidateIds(run);
+    const inputs = {
+      candidates: ids.map((id) => blindCandidate(run, id)),
+      instructions:
+        'Run the Inside-Outsider check: return frame-holds, or frame-challenge with assumed_frame, excluded, evidence_refs or inference, reversal_signal, re_entry_action.',
+    };
+    return [issue(run, now, 'frame-check', observer.member_id, inputs, options)];
+  }
+  if (p === 'pending') return [];
+  const challenged = openFrameChallenges(run).some((f) => f.goal_contract_id === run.goal_contract.goal_contract_id);
+  return [closeStage(run, now, 'frame-check', challenged ? 'frame-decision' : 'evaluate', options)];
+}
+
+/** Spec 13: an open frame challenge waits for the owner or the chair until its stage timeout. */
+function awaitFrameDecision(run: RunInStage<'frame-decision'>, now: string, options: ControllerOptions): ControllerAction[] {
+  const nowMs = instantMs(now, 'now');
+  if (openFrameChallenges(run).length === 0) return [closeStage(run, now, 'frame-decision', 'evaluate', options)];
+  const due = instantMs(run.stage_opened_at, 'stage_opened_at') + stageTimeoutMs(run.policy, 'frame-decision');
+  if (nowMs < due) return [];
+  return [closeStage(run, now, 'frame-decision', 'evaluate', options, 'frame challenge not accepted by the deadline; retained as dissent')];
+}
+
+/** Spec 17 (step 7): quality signals decide between another revision round and synthesis. */
+function evaluateTheRound(run: RunInStage<'evaluate'>, now: string, options: ControllerOptions): ControllerAction[] {
+  const ev = evaluateRound(run);
+  const data: RoundClosed['data'] = {
+    round: run.round,
+    signals: ev.signals,
+    decision: ev.decision,
+    best_checkpoint_id: ev.best_checkpoint_id,
+    basis_candidate_ids: ev.basis_candidate_ids,
+    open_issue_ids: ev.open_issue_ids,
+  };
+  if (ev.stop_reason !== undefined) data.stop_reason = ev.stop_reason;
+  const closed: ControllerAction = {
+    kind: 'CloseRound',
+    event: envelope(run, E.RoundClosed, `${run.run_id}:${run.round}:round-closed`, now, data, options),
+  };
+  if (ev.decision === 'synthesize') return [closed];
+  const nextRound = run.round + 1;
+  return [
+    closed,
+    {
+      kind: 'RequestRevision',
+      event: envelope(
+        run,
+        E.RevisionRequested,
+        `${run.run_id}:${nextRound}:revision-requested`,
+        now,
+        { round: nextRound, requests: ev.requests },
+        options,
+      ),
+    },
+  ];
+}
+
+/** Spec 12 (steps 5-6): each author standing revises against the issues selected for it. */
+function reviseInParallel(run: RunInStage<'revision'>, now: string, options: ControllerOptions): ControllerAction[] {
+  const p = progress(run, 'revision');
+  if (p === 'none') {
+    const requests = run.revision_requests.find((r) => r.round === run.round)?.requests ?? [];
+    const standing = requests.filter((r) => !run.failed_members.includes(r.author_member_id));
+    if (standing.length === 0) return [closeStage(run, now, 'revision', 'review', options, 'no author standing to revise')];
+    return standing.map((r) => issue(run, now, 'revision', r.author_member_id, revisionTaskInputs(run, r), options));
+  }
+  if (p === 'pending') return [];
+  return [closeStage(run, now, 'revision', 'review', options)];
+}
+
+/** Spec 14 (steps 9-10): the chair, or its authorised fallback, records the DecisionRecord. */
+function synthesize(run: RunInStage<'synthesis'>, now: string, options: ControllerOptions): ControllerAction[] {
+  if (run.decision) return terminate(run, now, deriveTerminalState(run), 'decision-recorded', options);
+  if (tasksOf(run, run.round, 'synthesis').some((t) => t.status === 'issued')) return [];
+  const chair = nextChair(run);
+  // 18: Chair fails with no authorised fallback: return the artifacts, no false synthesis.
+  if (chair === undefined)
+    return terminate(
+      run,
+      now,
+      'failed-below-quorum',
+      'chair-failed-without-fallback',
+      options,
+      'artifacts and best checkpoint returned without synthesis',
+    );
+  const last = run.rounds[run.rounds.length - 1];
+  const basis = last?.basis_candidate_ids.length ? last.basis_candidate_ids : currentCandidateIds(run);
+  return [issue(run, now, 'synthesis', chair, synthesisTaskInputs(run, basis, last?.stop_reason), options)];
 }

@@ -1,151 +1,38 @@
-import { CandidateArtifact } from './candidate-artifact';
-import { ConflictMap } from './conflict-map';
-import { COUNCIL_EVENT_TYPES as E, CouncilRole, CouncilStage, TaskStage, TerminalState } from './contracts';
+import { COUNCIL_EVENT_TYPES as E, CouncilRole, CouncilStage } from './contracts';
 import { DecisionRecord } from './decision-record';
 import {
   AcpOrigin,
   AnonymizationEntry,
-  BudgetRemaining,
   Checkpoint,
   CouncilEvent,
   DecisionBridged,
-  FailureReason,
   OutcomeRecorded,
-  RevisionRequestEntry,
-  RoundClosed,
-  StopReason,
-  TerminationReason,
   Usage,
   ValueChoiceResolved,
 } from './events';
-import { FrameCheck } from './frame-check';
 import { GoalContract } from './goal-contract';
 import { DiversityProfile, MemberDescriptor } from './member-descriptor';
 import { CouncilPolicy } from './policy';
-import { ReviewArtifact } from './review-artifact';
-import { RevisionArtifact } from './revision-artifact';
+import {
+  ControllerDecisionNote,
+  GoalContractRevision,
+  Lineage,
+  MemberFailureRecord,
+  RefusalRecord,
+  RevisionRequestRecord,
+  RoundRecord,
+  StoredCandidate,
+  StoredConflictMap,
+  StoredFrameCheck,
+  StoredReview,
+  TaskRecord,
+  TaskStatus,
+  TerminalRecord,
+} from './state-records';
 import { clone } from './validation';
 import type { ChairSelection } from './evaluation/chair-selection';
 
-export type TaskStatus = 'issued' | 'answered' | 'failed' | 'cancelled';
-
-export interface TaskRecord {
-  task_id: string;
-  member_id: string;
-  round: number;
-  generation: number;
-  stage: TaskStage;
-  role: CouncilRole;
-  issued_at: string;
-  deadline: string;
-  inputs: Record<string, unknown>;
-  budget_remaining?: BudgetRemaining;
-  status: TaskStatus;
-  settled_at?: string;
-  /** The event that answered or failed it: a redelivered reply with the same id is a no-op. */
-  settled_by?: string;
-}
-
-export interface StoredCandidate {
-  candidate: CandidateArtifact | RevisionArtifact;
-  lineage_id: string;
-  round: number;
-  generation: number;
-  task_id: string;
-  submitted_at: string;
-}
-
-export interface Lineage {
-  lineage_id: string;
-  author_member_id: string;
-  generation: number;
-  label?: string;
-  letter?: string;
-  versions: string[];
-}
-
-export interface StoredReview {
-  review: ReviewArtifact;
-  round: number;
-  generation: number;
-  task_id: string;
-}
-
-export interface StoredConflictMap {
-  conflict_map: ConflictMap;
-  member_id: string;
-  round: number;
-  generation: number;
-}
-
-export type FrameCheckStatus = 'holds' | 'open' | 'accepted' | 'declined';
-
-export interface StoredFrameCheck {
-  frame_check: FrameCheck;
-  goal_contract_id: string;
-  round: number;
-  status: FrameCheckStatus;
-}
-
-export interface GoalContractRevision {
-  goal_contract: GoalContract;
-  revised_at: string;
-  revised_by: string;
-  frame_check_id: string | null;
-  comparable: boolean;
-  restarted: boolean;
-}
-
-export interface MemberFailureRecord {
-  member_id: string;
-  role: string;
-  task_id: string | null;
-  stage: CouncilStage;
-  round: number;
-  reason: FailureReason;
-  detail?: string;
-  at: string;
-}
-
-export interface RefusalRecord {
-  task_id: string;
-  member_id: string;
-  round: number;
-  stage: TaskStage;
-  error: { code: string; message: string; field?: string };
-  at: string;
-}
-
-export interface RoundRecord {
-  round: number;
-  decision: RoundClosed['data']['decision'];
-  stop_reason?: StopReason;
-  signals: RoundClosed['data']['signals'];
-  best_checkpoint_id: string | null;
-  basis_candidate_ids: string[];
-  open_issue_ids: string[];
-}
-
-export interface RevisionRequestRecord {
-  round: number;
-  requests: RevisionRequestEntry[];
-}
-
-export interface ControllerDecisionNote {
-  event_id: string;
-  type: string;
-  at: string;
-  summary: string;
-}
-
-export interface TerminalRecord {
-  terminal_state: TerminalState;
-  reason: TerminationReason;
-  best_checkpoint_id: string | null;
-  decision_id: string | null;
-  at: string;
-  note?: string;
-}
+export * from './state-records';
 
 /** Everything a running or finished run knows; a pure projection of its stream. */
 export interface RunData {
@@ -205,6 +92,17 @@ export type CouncilRunState =
   | (RunData & { status: 'terminated'; terminal: TerminalRecord });
 
 export type ActiveRun = Extract<CouncilRunState, { status: 'running' }>;
+/**
+ * A running run tagged by its stage (spec 9): the union the controller switches on, so each
+ * stage's rule receives a run known to be in that stage.
+ */
+export type RunInStage<S extends CouncilStage = CouncilStage> = ActiveRun & { stage: S };
+export type StagedRun = { [S in CouncilStage]: RunInStage<S> }[CouncilStage];
+
+/** The running run as the union of its stages (its `stage` is always one of them). */
+export function staged(run: ActiveRun): StagedRun {
+  return run as StagedRun;
+}
 export type TerminatedRun = Extract<CouncilRunState, { status: 'terminated' }>;
 export type StartedRun = ActiveRun | TerminatedRun;
 
