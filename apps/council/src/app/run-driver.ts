@@ -33,6 +33,7 @@ import {
 } from '@conclave/event-log';
 import { CLOCK, Clock, SERVICE_CONFIG, TimerQueue } from '@conclave/service-kit';
 import { CouncilConfig } from './council.config';
+import { RunSpans, activeContext, runTraceParent } from './council-metrics';
 import { MemberTaskTransport } from './member-task-transport';
 import { HeldLease, RunLeases } from './run-lease';
 import { LoadedRun, RunRepository } from './run-repository';
@@ -136,6 +137,7 @@ class RunLoop {
     public state: CouncilRunState,
     public version: StreamVersion | 'no_stream',
     private readonly deps: LoopDeps,
+    private readonly spans: RunSpans,
   ) {
     this.subjectPrefix = `${deps.config.councilPrefix}.v1`;
   }
@@ -146,8 +148,9 @@ class RunLoop {
       if (this.stopped) throw new Stopped('controller stopping');
       const before = this.state;
       try {
-        return await fn();
+        return await this.spans.within(fn);
       } finally {
+        if (before !== this.state) this.spans.reconcile(this.state);
         this.cancelSettled(before);
       }
     });
@@ -190,6 +193,7 @@ class RunLoop {
         else {
           this.state = outcome.state;
           this.version = outcome.version;
+          this.spans.record(outcome.events, this.state);
         }
         this.sendIssued(issued.actions);
       }
@@ -217,6 +221,7 @@ class RunLoop {
     this.stopped = true;
     this.deps.cancelWake(this.runId);
     await this.chain;
+    this.spans.end();
   }
 
   private now(): string {
@@ -264,6 +269,7 @@ class RunLoop {
       }
       this.state = folded ?? foldRun(events, this.state);
       this.version = result.version;
+      this.spans.record(events, this.state);
       return true;
     } catch (err) {
       if (!(err instanceof ConcurrencyError)) throw err;
@@ -394,7 +400,9 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
         await this.leases.release(lease);
         return false;
       }
-      const loop = new RunLoop(runId, fresh.state, fresh.version, this.deps);
+      // The run's spans continue the trace its first events were recorded in, else the caller's.
+      const spans = new RunSpans(runId, runTraceParent(fresh.origin ?? loaded.origin) ?? activeContext());
+      const loop = new RunLoop(runId, fresh.state, fresh.version, this.deps, spans);
       this.loops.set(runId, loop);
       this.held.set(runId, { lease, renewedAt: this.clock.now().getTime() });
       this.scheduleRenewals();

@@ -1,12 +1,22 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CouncilEvent, CouncilRunState, councilRunStream, EMPTY_RUN, foldRun } from '@conclave/council-protocol';
-import type { AggregateSource, AppendResult, EventLog, ExpectedVersion, LoadedAggregate, StreamVersion } from '@conclave/event-log';
+import type {
+  AggregateSource,
+  AppendResult,
+  EventLog,
+  EventMetadata,
+  ExpectedVersion,
+  LoadedAggregate,
+  StreamVersion,
+} from '@conclave/event-log';
 import { EVENT_LOG } from '@conclave/service-kit';
 
 export interface LoadedRun {
   state: CouncilRunState;
   /** The stream's version to pass back as `expected` on the next append. */
   version: StreamVersion | 'no_stream';
+  /** The metadata of the run's first commit (its trace context, when it was traced). */
+  origin?: EventMetadata;
 }
 
 /** The run's stream `council-run-<id>` in the event log: read and fold, append with the expected version. */
@@ -17,7 +27,8 @@ export class RunRepository {
   async load(runId: string): Promise<LoadedRun> {
     const read = await (this.log as EventLog<CouncilEvent>).read(councilRunStream(runId));
     if (!read.exists) return { state: EMPTY_RUN, version: 'no_stream' };
-    return { state: foldRun(read.events.map((e) => e.event)), version: read.version };
+    const origin = read.events[0]?.metadata;
+    return { state: foldRun(read.events.map((e) => e.event)), version: read.version, ...(origin ? { origin } : {}) };
   }
 
   append(runId: string, events: readonly CouncilEvent[], expected: ExpectedVersion): Promise<AppendResult> {
