@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import { NatsConnection } from 'nats';
 import { acpStreamNames } from '@conclave/messaging';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
-import { ConclaveClient, ed25519Signer, generateParticipantKeys, ParticipantKeyPair, provisionFeed } from '@conclave/sdk';
+import type { DecisionEvent } from '@conclave/acp-protocol';
+import { bindFeed, ConclaveClient, ed25519Signer, generateParticipantKeys, ParticipantKeyPair, provisionFeed } from '@conclave/sdk';
 import { eventually } from '../support/conclave-harness';
 import { AccountsDeployment, accountsTemplate, agentEntryFor, CLIENTS_JS_API_PREFIX } from '../support/accounts-nats';
 
 const EVENTS = 'CONCLAVE_EVENTS';
-const { decisions: DECISIONS, proposals: PROPOSALS } = acpStreamNames();
+const { decisions: DECISIONS, proposals: PROPOSALS, escalations: ESCALATIONS } = acpStreamNames();
 const encode = (x: unknown) => new TextEncoder().encode(JSON.stringify(x));
 
 /**
@@ -56,18 +57,26 @@ describe("security: NATS accounts, reply subjects aimed at the services' storage
     await deployment.startService('resolver');
     await deployment.startService('council');
     await deployment.startService('audit');
-    for (const id of ['alice', 'bob', 'mallory']) {
+    await deployment.startService('escalation');
+    for (const id of ['alice', 'bob', 'mallory', 'carol']) {
       const pair = generateParticipantKeys();
       keys.set(id, pair);
-      await deployment.admin.call(REGISTRY_PATTERNS.register, { participant_id: id, roles: ['agent'], public_key: pair.publicKey });
-      await deployment.admin.call(REGISTRY_PATTERNS.grant, { participant_id: id, domain: 'risk', domain_authority: 0.9, trust_score: 0.9 });
+      const roles = id === 'carol' ? ['human-resolver'] : ['agent'];
+      await deployment.admin.call(REGISTRY_PATTERNS.register, { participant_id: id, roles, public_key: pair.publicKey });
+      await deployment.admin.call(REGISTRY_PATTERNS.grant, {
+        participant_id: id,
+        domain: 'risk',
+        domain_authority: 0.9,
+        trust_score: 0.9,
+        ...(id === 'carol' ? { actions: ['resolve'] } : {}),
+      });
     }
     // Mallory's feeds, provisioned as an operator does, with messages waiting in them.
     const jsm = await servicesJsm();
     await provisionFeed(jsm, { stream: DECISIONS, durable: 'feed-mallory' });
     await provisionFeed(jsm, { stream: PROPOSALS, durable: 'feed-mallory' });
     await provisionFeed(jsm, { stream: DECISIONS, durable: 'feed-reader' });
-    for (const id of ['alice', 'bob']) {
+    for (const id of ['alice', 'bob', 'mallory']) {
       const pair = keys.get(id) as ParticipantKeyPair;
       clients.push(await ConclaveClient.connect({ nc: await deployment.connectAs(id), signer: ed25519Signer(id, pair.privateKeyPem) }));
     }
@@ -173,4 +182,49 @@ describe("security: NATS accounts, reply subjects aimed at the services' storage
     const changed = [EVENTS, ...buckets.map((b) => `KV_${b}`), ...stores.map((o) => `OBJ_${o}`)].filter((s) => after[s] !== before[s]);
     expect(changed.map((s) => `${s}: ${before[s]} -> ${after[s]}`)).toEqual([]);
   }, 120_000);
+
+  it("given the same accounts, when agents vote a proposal to a tie, then the escalation reaches the human's feed, the human's signed resolution decides it, and the reader reads both decisions from its feed", async () => {
+    // Given: the human's feed on the escalations, provisioned by an operator.
+    const jsm = await servicesJsm();
+    await provisionFeed(jsm, { stream: ESCALATIONS, durable: 'feed-human' });
+    const [alice, bob, mallory] = clients;
+
+    // When: alice proposes, bob endorses and mallory challenges (a tie: escalated).
+    const p = await alice.propose({ domain: 'risk', author: 'alice', payload: { tie: true }, quorum: 2 });
+    await bob.endorse(p.proposal_id, { participant_id: 'bob', confidence: 0.8 });
+    await mallory.challenge(p.proposal_id, { participant_id: 'mallory', confidence: 0.8 });
+
+    // Then: the human (NATS user `human`) pulls the escalation from its feed...
+    const humanNc = await deployment.connectAs('human');
+    const feed = await bindFeed(humanNc, ESCALATIONS, 'feed-human');
+    const escalation = await eventually(
+      async () => {
+        const m = await feed.next({ expires: 1_000 });
+        if (!m) return undefined;
+        await m.ackAck();
+        return new TextDecoder().decode(m.data).includes(p.proposal_id) ? m : undefined;
+      },
+      30_000,
+      "the escalation in the human's feed",
+    );
+    expect(escalation.subject).toMatch(/^acp\.v1\.escalations\./);
+    // ...and resolves it, signed as carol, a human resolver of risk.
+    const carol = await ConclaveClient.connect({ nc: humanNc, signer: ed25519Signer('carol', (keys.get('carol') as ParticipantKeyPair).privateKeyPem) });
+    clients.push(carol);
+    const resolved = await carol.resolve(p.proposal_id, { outcome: 'approved', resolved_by: 'carol', note: 'approved across the accounts' });
+    expect(resolved.resolution).toMatchObject({ outcome: 'approved', trigger: 'manual', resolved_by: 'carol' });
+    // The reader follows its provisioned feed and reads the escalation and the resolution.
+    const reader = await ConclaveClient.connect({ nc: await deployment.connectAs('reader') });
+    clients.push(reader);
+    const seen: DecisionEvent[] = [];
+    const stop = new AbortController();
+    for await (const d of reader.decisions({ durable: 'feed-reader', bind: true, signal: stop.signal })) {
+      if (d.proposal_id === p.proposal_id) seen.push(d);
+      if (seen.length === 2) break;
+    }
+    expect(seen.map((d) => [d.outcome, d.trigger])).toEqual([
+      ['escalated', 'quorum'],
+      ['approved', 'manual'],
+    ]);
+  }, 90_000);
 });

@@ -14,6 +14,8 @@ import { startCouncil } from '../../apps/council/src/app/council.app';
 import { AuditConfig } from '../../apps/audit/src/app/audit.config';
 import { startAudit } from '../../apps/audit/src/app/audit.app';
 import { ResolverConfig } from '../../apps/resolver/src/app/resolver.config';
+import { EscalationConfig } from '../../apps/escalation/src/app/escalation.config';
+import { startEscalation } from '../../apps/escalation/src/app/escalation.app';
 import { startResolver } from '../../apps/resolver/src/app/resolver.app';
 import { eventually } from './conclave-harness';
 import { freePort } from './processes';
@@ -127,13 +129,15 @@ export class AccountsDeployment {
    * Starts another service in this process, as deployed: the services' user, default subjects
    * and stream names (those nats-accounts.conf assumes), authentication required.
    */
-  async startService(name: 'council' | 'audit' | 'resolver', env: Record<string, string> = {}): Promise<INestApplication> {
+  async startService(name: 'council' | 'audit' | 'resolver' | 'escalation', env: Record<string, string> = {}): Promise<INestApplication> {
     const app =
       name === 'council'
         ? await startCouncil(loadConfig(CouncilConfig, this.serviceEnv(env)))
         : name === 'resolver'
           ? await startResolver(loadConfig(ResolverConfig, this.serviceEnv(env)))
-          : await startAudit(loadConfig(AuditConfig, this.serviceEnv(env)));
+          : name === 'escalation'
+            ? await startEscalation(loadConfig(EscalationConfig, this.serviceEnv(env)))
+            : await startAudit(loadConfig(AuditConfig, this.serviceEnv(env)));
     this.services.push(app);
     return app;
   }
