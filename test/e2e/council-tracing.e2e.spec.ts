@@ -1,7 +1,11 @@
 import { SpanKind, trace } from '@opentelemetry/api';
 import { tracing } from '@opentelemetry/sdk-node';
 import { cleanBehaviour, scriptedGoalContract, scriptedPanel } from '@conclave/sdk/testing';
-import { startTracing, stopTracing } from '@conclave/service-kit';
+import { EVENT_LOG, startTracing, stopTracing } from '@conclave/service-kit';
+import type { EventLog } from '@conclave/event-log';
+import { CouncilEvent, foldRun, stableJson } from '@conclave/council-protocol';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- the service's repository, read in-process as council-replicas.e2e does
+import { RunRepository } from '../../apps/council/src/app/run-repository';
 import { CouncilHarness } from '../support/council-harness';
 import { eventually } from '../support/conclave-harness';
 
@@ -103,6 +107,92 @@ describe('tracing: one trace shows a council run, its stages and its member task
     }
     // Low-cardinality names: ids only ever in attributes.
     expect(new Set([run, ...stages, ...tasks].map((s) => s.name))).toEqual(new Set(['council.run', 'council.stage', 'council.task']));
+  });
+});
+
+/**
+ * What the run's stage spans cover is the controller's own work: a run driven here is decided on
+ * the state in memory, and reading it back (the decision's publication, the owner's read of the
+ * record) costs a version check, never a read and fold of the run's stream.
+ */
+describe('council: a run driven here is never read back from the log', () => {
+  const c = new CouncilHarness();
+
+  beforeAll(() => c.start());
+  afterAll(() => c.stop());
+
+  it('given a run started and driven by this replica, when it decides and the owner reads it, then its stream is never read', async () => {
+    const log = c.h.instances[0].app.get<EventLog>(EVENT_LOG);
+    const read = jest.spyOn(log, 'read');
+    const proposers = ['rd-builder', 'rd-skeptic', 'rd-operator'];
+    c.join(Object.fromEntries([...proposers, 'rd-chair'].map((id) => [id, cleanBehaviour()])));
+    const runId = await c.client.start({
+      goal_contract: scriptedGoalContract(),
+      panel: scriptedPanel({ proposers, chair: 'rd-chair' }),
+      policy: { stage_timeout_ms: 5_000 },
+    });
+    expect((await c.decisions.waitFor(runId)).terminal_state).toBe('decided');
+    const record = await c.client.get(runId, 'human-owner');
+    expect(record.tasks.length).toBeGreaterThan(0);
+    expect(read.mock.calls.filter(([stream]) => stream === `council-run-${runId}`)).toEqual([]);
+    read.mockRestore();
+  });
+});
+
+/**
+ * The kept latest states under concurrent writers: two replicas take the members' answers (a
+ * replica that does not drive a run appends the answer itself), three runs go at once, and
+ * readers on both replicas load the runs throughout. Every load equals the fold of the log read
+ * at the same version.
+ */
+describe('council: the latest state kept per run always equals the log', () => {
+  const c = new CouncilHarness();
+
+  beforeAll(async () => {
+    await c.start();
+    await c.h.add('council');
+  });
+  afterAll(() => c.stop());
+
+  it('given three concurrent runs over two replicas and readers on both, then every load is the fold of the log at its version', async () => {
+    const repos = c.h.instances.map((i) => i.app.get(RunRepository));
+    const log = c.h.instances[0].app.get<EventLog<CouncilEvent>>(EVENT_LOG);
+    const runs = ['ba', 'bb', 'bc'].map((tag) => ({
+      proposers: ['builder', 'skeptic', 'operator'].map((l) => `${tag}-${l}`),
+      chair: `${tag}-chair`,
+    }));
+    for (const r of runs) c.join(Object.fromEntries([...r.proposers, r.chair].map((id) => [id, cleanBehaviour({ delayMs: () => 20 })])));
+    const runIds = await Promise.all(
+      runs.map((r) =>
+        c.client.start({
+          goal_contract: scriptedGoalContract(),
+          panel: scriptedPanel({ proposers: r.proposers, chair: r.chair }),
+          policy: { stage_timeout_ms: 5_000 },
+        }),
+      ),
+    );
+    let compared = 0;
+    const mismatches: string[] = [];
+    let done = false;
+    const reader = async (repo: RunRepository) => {
+      while (!done) {
+        for (const runId of runIds) {
+          const loaded = await repo.load(runId);
+          const fresh = await log.read(`council-run-${runId}`);
+          if (fresh.version !== loaded.version) continue;
+          compared++;
+          if (stableJson(foldRun(fresh.events.map((e) => e.event))) !== stableJson(loaded.state))
+            mismatches.push(`${runId}@${loaded.version}`);
+        }
+      }
+    };
+    const readers = [...repos, ...repos].map(reader);
+    const decided = await Promise.all(runIds.map((id) => c.decisions.waitFor(id)));
+    done = true;
+    await Promise.all(readers);
+    expect(decided.map((d) => d.terminal_state)).toEqual(['decided', 'decided', 'decided']);
+    expect(mismatches).toEqual([]);
+    expect(compared).toBeGreaterThan(runIds.length);
   });
 });
 

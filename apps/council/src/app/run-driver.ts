@@ -187,7 +187,10 @@ class RunLoop {
   async execute(build: CommandBuilder): Promise<CouncilRunState> {
     return this.exec(async () => {
       const issued: Issued = { actions: [] };
-      const outcome = await pipeline(this.source(), this.runId, withController(this.subjectPrefix, issued), { build, now: this.now() });
+      const outcome = await pipeline(this.source(issued), this.runId, withController(this.subjectPrefix, issued), {
+        build,
+        now: this.now(),
+      });
       if (outcome.events.length > 0) {
         if (outcome.duplicate) await this.reload();
         else {
@@ -203,7 +206,7 @@ class RunLoop {
   }
 
   /** The loop's own state as the pipeline's source: decided on as it is, reread on a conflict. */
-  private source(): AggregateSource<CouncilRunState, CouncilEvent> {
+  private source(issued: Issued): AggregateSource<CouncilRunState, CouncilEvent> {
     const stream = councilRunStream(this.runId);
     const current = (): LoadedAggregate<CouncilRunState> => ({ stream, state: this.state, version: this.version, cached: true });
     return {
@@ -213,7 +216,8 @@ class RunLoop {
         return current();
       },
       isCurrent: async (loaded) => (await this.deps.repo.version(this.runId)) === loaded.version,
-      append: (_stream, events, expected) => this.deps.repo.append(this.runId, events, expected),
+      append: (_stream, events, expected) =>
+        this.deps.repo.append(this.runId, events, expected, issued.decided?.events === events ? issued.decided.state : undefined),
     };
   }
 
@@ -262,12 +266,13 @@ class RunLoop {
   /** Appends events decided on `this.state`. False when the log had moved on (the state is reloaded). */
   private async append(events: CouncilEvent[], folded?: CouncilRunState): Promise<boolean> {
     try {
-      const result = await this.deps.repo.append(this.runId, events, this.version);
+      const after = folded ?? foldRun(events, this.state);
+      const result = await this.deps.repo.append(this.runId, events, this.version, after);
       if (result.duplicate) {
         await this.reload();
         return true;
       }
-      this.state = folded ?? foldRun(events, this.state);
+      this.state = after;
       this.version = result.version;
       this.spans.record(events, this.state);
       return true;

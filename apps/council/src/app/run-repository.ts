@@ -19,20 +19,59 @@ export interface LoadedRun {
   origin?: EventMetadata;
 }
 
-/** The run's stream `council-run-<id>` in the event log: read and fold, append with the expected version. */
+/** Runs whose latest state this process keeps (those it drives or has just read), most recent last. */
+const KNOWN_RUNS = 256;
+
+/**
+ * The run's stream `council-run-<id>` in the event log: read and fold, append with the expected
+ * version. The latest state this process knows of each recent run (the one its own append or read
+ * produced) is kept, so loading a run nobody else wrote to since costs one version check instead
+ * of reading and folding its whole stream. A load waits for this process's appends to the run
+ * that are still in flight, so a reader that saw the appended events first (the run index) finds
+ * the state they produced.
+ */
 @Injectable()
 export class RunRepository {
+  private readonly known = new Map<string, LoadedRun>();
+  private readonly appending = new Map<string, Promise<unknown>>();
+
   constructor(@Inject(EVENT_LOG) private readonly log: EventLog) {}
 
   async load(runId: string): Promise<LoadedRun> {
+    await this.appending.get(runId);
+    const known = this.known.get(runId);
+    if (known && (await this.version(runId)) === known.version) return known;
     const read = await (this.log as EventLog<CouncilEvent>).read(councilRunStream(runId));
     if (!read.exists) return { state: EMPTY_RUN, version: 'no_stream' };
-    const origin = read.events[0]?.metadata;
-    return { state: foldRun(read.events.map((e) => e.event)), version: read.version, ...(origin ? { origin } : {}) };
+    const origin = read.events[0]?.metadata ?? known?.origin;
+    const loaded: LoadedRun = { state: foldRun(read.events.map((e) => e.event)), version: read.version, ...(origin ? { origin } : {}) };
+    this.remember(runId, loaded);
+    return loaded;
   }
 
-  append(runId: string, events: readonly CouncilEvent[], expected: ExpectedVersion): Promise<AppendResult> {
-    return (this.log as EventLog<CouncilEvent>).append(councilRunStream(runId), events, expected);
+  /**
+   * Appends with the expected version. `after`, the state the events fold the run into (the caller
+   * folded it already), is kept as the run's latest state once the append succeeds.
+   */
+  append(runId: string, events: readonly CouncilEvent[], expected: ExpectedVersion, after?: CouncilRunState): Promise<AppendResult> {
+    const appended = (this.log as EventLog<CouncilEvent>).append(councilRunStream(runId), events, expected).then((result) => {
+      if (after && !result.duplicate) this.remember(runId, { state: after, version: result.version });
+      return result;
+    });
+    const settled = appended.catch(() => undefined);
+    this.appending.set(runId, settled);
+    void settled.then(() => {
+      if (this.appending.get(runId) === settled) this.appending.delete(runId);
+    });
+    return appended;
+  }
+
+  /** Keeps a state this process folded (never mutated afterwards) as the run's latest. */
+  remember(runId: string, loaded: LoadedRun): void {
+    const origin = loaded.origin ?? this.known.get(runId)?.origin;
+    this.known.delete(runId);
+    this.known.set(runId, origin ? { ...loaded, origin } : loaded);
+    if (this.known.size > KNOWN_RUNS) this.known.delete(this.known.keys().next().value as string);
   }
 
   version(runId: string): Promise<StreamVersion | 'no_stream'> {
