@@ -15,6 +15,7 @@ import { DiversityProfile, MemberDescriptor } from './member-descriptor';
 import { CouncilPolicy } from './policy';
 import {
   ControllerDecisionNote,
+  FrameCheckStatus,
   GoalContractRevision,
   Lineage,
   MemberFailureRecord,
@@ -110,22 +111,42 @@ export const EMPTY_RUN: CouncilRunState = { status: 'empty' };
 
 function addUsage(run: RunData, usage: Usage | undefined): void {
   if (!usage) return;
-  run.usage.cost += usage.cost ?? 0;
-  run.usage.tokens += usage.tokens ?? 0;
+  run.usage = { cost: run.usage.cost + (usage.cost ?? 0), tokens: run.usage.tokens + (usage.tokens ?? 0) };
 }
 
 function settle(run: RunData, taskId: string, status: TaskStatus, eventId: string, at: string): void {
   const task = run.tasks[taskId];
   if (!task) return;
-  task.status = status;
-  task.settled_at = at;
-  task.settled_by = eventId;
+  run.tasks[taskId] = { ...task, status, settled_at: at, settled_by: eventId };
 }
 
 function enterStage(run: RunData, stage: CouncilStage, at: string): void {
   run.stage = stage;
   run.stage_opened_at = at;
 }
+
+function setFrameCheckStatus(run: RunData, frameCheckId: string, status: FrameCheckStatus): void {
+  const i = run.frame_checks.findIndex((f) => f.frame_check.frame_check_id === frameCheckId);
+  if (i >= 0) run.frame_checks[i] = { ...run.frame_checks[i], status };
+}
+
+/**
+ * A copy of a run that an event may be folded into in place: the run and each of its collections
+ * are copied, and what they hold is shared. So a fold never changes an object below a collection:
+ * it puts a changed copy in its place (settle, lineages, frame checks, usage). A copy costs the
+ * size of the collections, not of the artifacts and task inputs they hold.
+ */
+function copyRun(state: StartedRun): StartedRun {
+  const copy: Record<string, unknown> = { ...state };
+  for (const [key, value] of Object.entries(state)) {
+    if (Array.isArray(value)) copy[key] = [...value];
+    else if (key in COLLECTIONS) copy[key] = { ...(value as object) };
+  }
+  return copy as unknown as StartedRun;
+}
+
+/** The record-valued fields of a run that a fold adds to or replaces entries of. */
+const COLLECTIONS: Record<string, true> = { applied_event_ids: true, tasks: true, candidates: true, lineages: true, reviews: true };
 
 function note(run: RunData, event: CouncilEvent, summary: string): void {
   run.controller_decisions.push({ event_id: event.event_id, type: event.type, at: event.occurred_at, summary });
@@ -211,7 +232,7 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
   if (state.status === 'empty') return state;
   if (state.applied_event_ids[event.event_id]) return state;
 
-  const next = (copy ? clone(state) : state) as StartedRun;
+  const next = (copy ? copyRun(state) : state) as StartedRun;
   next.applied_event_ids[event.event_id] = true;
   next.version += 1;
   next.last_event_id = event.event_id;
@@ -256,10 +277,7 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
       for (const a of event.data.anonymization) {
         next.anonymization.push(clone(a));
         const lineage = next.lineages[a.lineage_id];
-        if (lineage) {
-          lineage.label = a.label;
-          lineage.letter = a.letter;
-        }
+        if (lineage) next.lineages[a.lineage_id] = { ...lineage, label: a.label, letter: a.letter };
       }
       note(next, event, `proposal stage closed with ${event.data.candidate_ids.length} candidate(s)`);
       enterStage(next, event.data.next_stage, event.occurred_at);
@@ -305,8 +323,7 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
       return next;
     }
     case E.FrameChallengeDeclined: {
-      const fc = next.frame_checks.find((f) => f.frame_check.frame_check_id === event.data.frame_check_id);
-      if (fc) fc.status = 'declined';
+      setFrameCheckStatus(next, event.data.frame_check_id, 'declined');
       if (next.stage === 'frame-decision') enterStage(next, 'evaluate', event.occurred_at);
       return next;
     }
@@ -322,8 +339,7 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
         restarted: d.restart,
       });
       if (d.frame_check_id) {
-        const fc = next.frame_checks.find((f) => f.frame_check.frame_check_id === d.frame_check_id);
-        if (fc) fc.status = 'accepted';
+        setFrameCheckStatus(next, d.frame_check_id, 'accepted');
       }
       note(next, event, `goal contract revised to ${d.goal_contract.goal_contract_id}; comparable=${d.comparable}; restart=${d.restart}`);
       if (d.restart) {
@@ -377,7 +393,8 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
         submitted_at: event.occurred_at,
       };
       next.candidate_order.push(r.candidate_id);
-      next.lineages[lineageId]?.versions.push(r.candidate_id);
+      const lineage = next.lineages[lineageId];
+      if (lineage) next.lineages[lineageId] = { ...lineage, versions: [...lineage.versions, r.candidate_id] };
       settle(next, event.data.task_id, 'answered', event.event_id, event.occurred_at);
       addUsage(next, event.data.usage);
       return next;
