@@ -138,7 +138,14 @@ export function decideNextFolding(state: CouncilRunState, now: string, options: 
       // Actions may reference parts of `s` (inputs, the goal contract): freeze their events
       // before the in-place fold can touch the state they were built from.
       a.event = clone(a.event) as never;
-      if (a.kind === 'IssueTask') a.request = clone(a.request);
+      // The request says what the event records: it shares the frozen event's inputs and budget
+      // (the goal contract is never changed in place: a revision replaces it).
+      if (a.kind === 'IssueTask')
+        a.request = {
+          ...a.request,
+          inputs: a.event.data.inputs,
+          ...(a.event.data.budget_remaining ? { budget_remaining: a.event.data.budget_remaining } : {}),
+        };
       const before: CouncilRunState = s;
       s = owned ? evolveRunInPlace(s, a.event) : evolveRun(s, a.event);
       // An event the run already holds (a commit decided again) leaves `s` as it was, not copied.
