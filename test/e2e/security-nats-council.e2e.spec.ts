@@ -9,6 +9,7 @@ import { CouncilClient, ed25519Signer, generateParticipantKeys, ParticipantKeyPa
 import { cleanBehaviour, ScriptedMember, scriptedGoalContract, scriptedPanel } from '@conclave/sdk/testing';
 import { eventually } from '../support/conclave-harness';
 import { AccountsDeployment, accountsTemplate, agentEntryFor } from '../support/accounts-nats';
+import { OperatorDeployment } from '../support/operator-nats';
 
 const TASKS = acpStreamNames().councilTasks;
 const encode = (x: unknown) => new TextEncoder().encode(typeof x === 'string' ? x : JSON.stringify(x));
@@ -33,8 +34,11 @@ function panelOfTwo(): MemberDescriptor[] {
  * the rights of its own entry, and the server refuses mallory, another agent, every way into
  * alice's queue and alice's answer subject.
  */
-describe('security: council members under NATS accounts', () => {
-  const deployment = new AccountsDeployment(
+describe.each([
+  ['NATS accounts (users and passwords)', AccountsDeployment],
+  ['NATS operator mode (the same accounts as JWTs, a creds file per user)', OperatorDeployment],
+])('security: council members under %s', (_mode, Deployment) => {
+  const deployment = new Deployment(
     mkdtempSync(join(tmpdir(), 'conclave-accounts-council-')),
     accountsWithAgents(['alice', 'bob', 'mallory']),
     generateParticipantKeys(),

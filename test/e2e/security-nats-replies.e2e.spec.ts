@@ -125,7 +125,8 @@ describe("security: NATS accounts, reply subjects aimed at the services' storage
     const listener = await deployment.connectAs('listener');
     const heard = new Map<string, number>();
     for (const target of targets) {
-      listener.subscribe(target, { callback: (_err, m) => m && heard.set(m.subject, (heard.get(m.subject) ?? 0) + 1) });
+      // Counted per subscription: a pulled message keeps its stream subject.
+      listener.subscribe(target, { callback: () => heard.set(target, (heard.get(target) ?? 0) + 1) });
     }
     await listener.flush();
 

@@ -5,7 +5,7 @@ import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import type { ParticipantKeyPair } from '@conclave/sdk';
 import { ConclaveClient, ed25519Signer } from '@conclave/sdk';
-import { connect, type NatsConnection } from 'nats';
+import { connect, type ConnectionOptions, type NatsConnection } from 'nats';
 import { loadConfig } from '@conclave/service-kit';
 import { IntakeConfig } from '../../apps/intake/src/app/intake.config';
 import { startIntake } from '../../apps/intake/src/app/intake.app';
@@ -96,33 +96,45 @@ export class AccountsDeployment {
   private readonly connections: NatsConnection[] = [];
 
   constructor(
-    private readonly dir: string,
-    private readonly accounts: string,
+    protected readonly dir: string,
+    protected readonly accounts: string,
     private readonly adminKeys: ParticipantKeyPair,
   ) {}
 
   async start(): Promise<this> {
-    writeFileSync(join(this.dir, 'accounts.conf'), this.accounts);
-    writeFileSync(
-      join(this.dir, 'nats.conf'),
-      `host: 127.0.0.1\njetstream { store_dir: "${join(this.dir, 'js')}" }\ninclude ./accounts.conf\n`,
-    );
     const port = await freePort();
     this.url = `nats://127.0.0.1:${port}`;
-    this.server = spawn(NATS_SERVER, ['-c', join(this.dir, 'nats.conf'), '-p', String(port)], {
+    this.server = spawn(NATS_SERVER, ['-c', this.writeServerConfig(), '-p', String(port)], {
       env: { ...process.env, ...ACCOUNT_PASSWORDS },
       stdio: 'ignore',
     });
     await eventually(async () => (await answers(port)) || undefined, 10_000, 'the private nats-server');
     this.intake = await startIntake(loadConfig(IntakeConfig, this.serviceEnv()));
-    this.admin = await ConclaveClient.connect({
-      servers: this.url,
-      user: 'conclave-services',
-      pass: ACCOUNT_PASSWORDS['CONCLAVE_SERVICES_PASSWORD'],
-      inboxPrefix: '_INBOX_conclave-services',
-      signer: ed25519Signer('admin', this.adminKeys.privateKeyPem),
-    });
+    const adminNc = await connect({ servers: this.url, ...this.login(SERVICES_USER) });
+    this.connections.push(adminNc);
+    this.admin = await ConclaveClient.connect({ nc: adminNc, signer: ed25519Signer('admin', this.adminKeys.privateKeyPem) });
     return this;
+  }
+
+  /** The server's config file (the accounts config included), written into the deployment's directory. */
+  protected writeServerConfig(): string {
+    writeFileSync(join(this.dir, 'accounts.conf'), this.accounts);
+    writeFileSync(
+      join(this.dir, 'nats.conf'),
+      `host: 127.0.0.1\njetstream { store_dir: "${join(this.dir, 'js')}" }\ninclude ./accounts.conf\n`,
+    );
+    return join(this.dir, 'nats.conf');
+  }
+
+  /** How `user` logs in (user and password of the accounts config), under its own inbox prefix. */
+  protected login(user: string): ConnectionOptions {
+    const variable = user === SERVICES_USER ? 'CONCLAVE_SERVICES_PASSWORD' : `CONCLAVE_${user.toUpperCase()}_PASSWORD`;
+    return { user, pass: ACCOUNT_PASSWORDS[variable], inboxPrefix: `_INBOX_${user}` };
+  }
+
+  /** The same login as the services' environment. */
+  protected serviceLoginEnv(): Record<string, string> {
+    return { NATS_USER: SERVICES_USER, NATS_PASSWORD: ACCOUNT_PASSWORDS['CONCLAVE_SERVICES_PASSWORD'] };
   }
 
   /**
@@ -148,12 +160,7 @@ export class AccountsDeployment {
    * (CLIENTS_JS_API_PREFIX), as a deployed client does.
    */
   async connectAs(user: string): Promise<NatsConnection> {
-    const nc = await connect({
-      servers: this.url,
-      user,
-      pass: ACCOUNT_PASSWORDS[`CONCLAVE_${user.toUpperCase()}_PASSWORD`],
-      inboxPrefix: `_INBOX_${user}`,
-    });
+    const nc = await connect({ servers: this.url, ...this.login(user) });
     this.connections.push(nc);
     return user === SERVICES_USER ? nc : ConclaveClient.withJetStreamApiPrefix(nc, CLIENTS_JS_API_PREFIX);
   }
@@ -167,8 +174,7 @@ export class AccountsDeployment {
   private serviceEnv(extra: Record<string, string> = {}): Record<string, string> {
     return {
       NATS_URL: this.url,
-      NATS_USER: 'conclave-services',
-      NATS_PASSWORD: ACCOUNT_PASSWORDS['CONCLAVE_SERVICES_PASSWORD'],
+      ...this.serviceLoginEnv(),
       NATS_INBOX_PREFIX: '_INBOX_conclave-services',
       CONCLAVE_AUTH_MODE: 'required',
       CONCLAVE_INSECURE_OPEN_NATS: 'false',
