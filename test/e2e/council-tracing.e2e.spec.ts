@@ -57,6 +57,7 @@ describe('tracing: one trace shows a council run, its stages and its member task
       'the run span',
     );
     const spans = exporter.getFinishedSpans();
+    expect(spans.filter((s) => s.name === 'council.run' && ofRun(s))).toHaveLength(1);
     const byId = new Map(spans.map((s) => [s.spanContext().spanId, s]));
     const stages = spans.filter((s) => s.name === 'council.stage' && ofRun(s)).sort(byStartThenLifecycle);
     const tasks = spans.filter((s) => s.name === 'council.task' && ofRun(s));
@@ -107,6 +108,63 @@ describe('tracing: one trace shows a council run, its stages and its member task
     }
     // Low-cardinality names: ids only ever in attributes.
     expect(new Set([run, ...stages, ...tasks].map((s) => s.name))).toEqual(new Set(['council.run', 'council.stage', 'council.task']));
+  });
+});
+
+/**
+ * A run that outlives its controller stays in one trace: the replacement resumes the run from the
+ * log and its spans continue the trace the run's first events were recorded in.
+ */
+describe('tracing: a run resumed after a restart stays in its trace', () => {
+  const exporter = new tracing.InMemorySpanExporter();
+  const c = new CouncilHarness();
+
+  beforeAll(async () => {
+    startTracing('council', { spanProcessors: [new tracing.SimpleSpanProcessor(exporter)] });
+    await c.start();
+  });
+  afterAll(async () => {
+    await c.stop();
+    await stopTracing();
+  });
+
+  it("given a run killed during review, when a new controller resumes it, then both controllers' run spans are in the trace of the start request", async () => {
+    const proposers = ['rt-builder', 'rt-skeptic', 'rt-operator'];
+    const members = c.join({
+      ...Object.fromEntries(
+        proposers.map((id) => [id, cleanBehaviour(id === 'rt-operator' ? { delayMs: (t) => (t.stage === 'review' ? 700 : 0) } : {})]),
+      ),
+      'rt-chair': cleanBehaviour(),
+    });
+    const { runId, traceId } = await trace.getTracer('agent').startActiveSpan('owner starts a council', async (span) => {
+      const id = await c.client.start({
+        goal_contract: scriptedGoalContract(),
+        panel: scriptedPanel({ proposers, chair: 'rt-chair' }),
+        policy: { stage_timeout_ms: 8_000 },
+      });
+      span.end();
+      return { runId: id, traceId: span.spanContext().traceId };
+    });
+    const slow = members['rt-operator'];
+    await slow.until(() => slow.tasks.some((t) => t.stage === 'review'), 10_000, 'the slow review to start');
+    await c.h.kill(c.h.instances[0]);
+    await c.h.add('council');
+    expect((await c.decisions.waitFor(runId)).terminal_state).toMatch(/^decided/);
+
+    const runSpans = await eventually(
+      async () => {
+        const found = exporter.getFinishedSpans().filter((s) => s.name === 'council.run' && s.attributes['conclave.run_id'] === runId);
+        return found.length >= 2 ? found : undefined;
+      },
+      10_000,
+      'both run spans',
+    );
+    expect(runSpans.map((s) => s.spanContext().traceId)).toEqual([traceId, traceId]);
+    expect(
+      runSpans.map((s) => s.attributes['conclave.council.handed_over'] ?? s.attributes['conclave.council.terminal_state']).sort(),
+    ).toEqual([true, 'decided'].sort());
+    const stages = exporter.getFinishedSpans().filter((s) => s.name === 'council.stage' && s.attributes['conclave.run_id'] === runId);
+    expect(new Set(stages.map((s) => s.spanContext().traceId))).toEqual(new Set([traceId]));
   });
 });
 

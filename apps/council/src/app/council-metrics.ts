@@ -46,6 +46,8 @@ export class RunSpans {
   private run: { span: Span; ctx: Context } | undefined;
   private stage: { span: Span; ctx: Context; stage: CouncilStage; round: number } | undefined;
   private readonly tasks = new Map<string, Span>();
+  /** Ended (the run ended, or the loop stopped): nothing opens again. */
+  private ended = false;
 
   constructor(
     private readonly runId: string,
@@ -60,7 +62,7 @@ export class RunSpans {
 
   /** Events the loop appended, in order, and the run's state after them. */
   record(events: readonly CouncilEvent[], after: CouncilRunState): void {
-    if (!tracingOn() || after.status === 'empty') return;
+    if (!tracingOn() || this.ended || after.status === 'empty') return;
     this.open(after);
     for (const e of events) {
       switch (e.type) {
@@ -91,7 +93,7 @@ export class RunSpans {
 
   /** Brings the spans in line with the state (settled tasks end, a new stage opens, the run ends). */
   reconcile(after: CouncilRunState): void {
-    if (!tracingOn() || after.status === 'empty') return;
+    if (!tracingOn() || this.ended || after.status === 'empty') return;
     this.open(after);
     for (const [taskId, span] of this.tasks) {
       const task = after.tasks[taskId];
@@ -108,6 +110,7 @@ export class RunSpans {
 
   /** The loop stopped without the run ending (shutdown, lease lost): what is open ends here. */
   end(attributes: Attributes = { 'conclave.council.handed_over': true }): void {
+    this.ended = true;
     for (const span of this.tasks.values()) span.end();
     this.tasks.clear();
     this.stage?.span.end();
