@@ -10,7 +10,7 @@
  *   BENCH_RUNS=10 BENCH_DELAY_MS=20 npm run bench:council
  */
 import 'reflect-metadata';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { acpStreamNames } from '@conclave/messaging';
 import { CouncilClient, CouncilDecisionMessage } from '@conclave/sdk';
@@ -63,6 +63,9 @@ async function main(): Promise<void> {
     `council benchmark: ${MEMBERS} members, ${ROUNDS} rounds, member delays ${ids.map((id) => delay.get(id)).join('/')} ms, ${RUNS} runs`,
   );
   console.log(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), node ${process.version}; NATS at ${h.env['NATS_URL']}`);
+  // Other work on the machine moves these figures more than anything the controller does.
+  const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+  console.log(`load average at start: ${load()}`);
   const rows: { wall: number; critical: number; tasks: number; stages: number; terminal: string }[] = [];
   for (let r = 0; r < RUNS + 1; r++) {
     const t0 = performance.now();
@@ -100,6 +103,7 @@ async function main(): Promise<void> {
     `median: wall ${fmt(median(walls))} ms, critical path ${rows[0]?.critical} ms, overhead ${fmt(median(overheads))} ms = ${fmt(median(pcts), 2)}% ` +
       `(min ${fmt(Math.min(...pcts), 2)}%, max ${fmt(Math.max(...pcts), 2)}%); goal < 1%`,
   );
+  console.log(`load average at end: ${load()}`);
 
   await messages.close().catch(() => undefined);
   await Promise.all(members.map((m) => m.stop()));
