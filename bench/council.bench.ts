@@ -64,7 +64,10 @@ async function main(): Promise<void> {
   );
   console.log(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), node ${process.version}; NATS at ${h.env['NATS_URL']}`);
   // Other work on the machine moves these figures more than anything the controller does.
-  const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+  const load = () =>
+    loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ');
   console.log(`load average at start: ${load()}`);
   const rows: { wall: number; critical: number; tasks: number; stages: number; terminal: string }[] = [];
   for (let r = 0; r < RUNS + 1; r++) {
