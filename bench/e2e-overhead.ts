@@ -19,33 +19,38 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ConclaveHarness } from '../test/support/conclave-harness';
 import { DecisionCollector } from '../test/support/decisions';
-import { fmt, int } from './bench-util';
+import { fmt, int, sleep } from './bench-util';
 import { shares } from './profile-shares';
 
 const ROUNDS = int('BENCH_OVERHEAD_ROUNDS', 4);
 const PROPOSALS = int('BENCH_OVERHEAD_PROPOSALS', 1_000);
 const WARMUP = int('BENCH_OVERHEAD_WARMUP', 200);
 const IN_FLIGHT = int('BENCH_IN_FLIGHT', 64);
+/** Proposals started per second (0: as fast as IN_FLIGHT allows). */
+const RATE = int('BENCH_OVERHEAD_RATE', 0);
 /** When set, a CPU profile of each measured round is written there (`<round>-<arm>.cpuprofile`). */
 const PROFILE_DIR = process.env['BENCH_OVERHEAD_PROFILE'];
 
 /**
  * `on`: metrics and tracing (every trace sampled); `sampled`: the same with
  * OTEL_TRACES_SAMPLER=parentbased_traceidratio at BENCH_OVERHEAD_SAMPLE_RATIO (default 0.1);
- * `metrics`: metrics only; `off`: CONCLAVE_INSTRUMENTATION=off.
+ * `unsampled`: the same with parentbased_always_off (no trace recorded: what propagating the trace
+ * context costs by itself); `metrics`: metrics only; `off`: CONCLAVE_INSTRUMENTATION=off.
  */
-type Arm = 'on' | 'sampled' | 'metrics' | 'off';
+type Arm = 'on' | 'sampled' | 'unsampled' | 'metrics' | 'off';
 const ARMS = (process.env['BENCH_OVERHEAD_ARMS'] ?? 'on,off')
   .split(',')
-  .filter((a): a is Arm => ['on', 'sampled', 'metrics', 'off'].includes(a));
+  .filter((a): a is Arm => ['on', 'sampled', 'unsampled', 'metrics', 'off'].includes(a));
 const SAMPLE_RATIO = process.env['BENCH_OVERHEAD_SAMPLE_RATIO'] ?? '0.1';
-const traces = (arm: Arm) => arm === 'on' || arm === 'sampled';
+const traces = (arm: Arm) => arm === 'on' || arm === 'sampled' || arm === 'unsampled';
 
 export interface OverheadRound {
   round: number;
   arm: Arm;
   rate: number;
   cpuUsPerProposal: number;
+  /** Of which in the kernel (socket reads and writes, mostly). */
+  systemUsPerProposal: number;
 }
 
 export interface OverheadFigures {
@@ -83,18 +88,42 @@ async function oneProposal(h: ConclaveHarness, i: number): Promise<void> {
 
 async function drive(h: ConclaveHarness, decisions: DecisionCollector, from: number, count: number): Promise<void> {
   const before = decisions.received.length;
-  let next = from;
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < from + count) await oneProposal(h, next++);
-    }),
-  );
+  if (RATE > 0) await paced(h, from, count);
+  else {
+    let next = from;
+    await Promise.all(
+      Array.from({ length: IN_FLIGHT }, async () => {
+        while (next < from + count) await oneProposal(h, next++);
+      }),
+    );
+  }
   await decisions.until(() => decisions.received.length >= before + count, 120_000, `${count} decisions`);
+}
+
+/**
+ * Proposals started at RATE per second (at most IN_FLIGHT at a time): every arm then handles the
+ * same load, so the messages each socket read and write carries are alike. Run flat out (the
+ * default), an arm that is a little slower batches fewer messages per read and write, which
+ * costs more CPU per proposal again: the difference between arms grows well past what the
+ * instrumentation itself costs.
+ */
+async function paced(h: ConclaveHarness, from: number, count: number): Promise<void> {
+  const t0 = performance.now();
+  const inFlight = new Set<Promise<void>>();
+  for (let i = 0; i < count; i++) {
+    const wait = t0 + (i * 1000) / RATE - performance.now();
+    if (wait >= 1) await sleep(wait);
+    while (inFlight.size >= IN_FLIGHT) await Promise.race(inFlight);
+    const p: Promise<void> = oneProposal(h, from + i).finally(() => inFlight.delete(p));
+    inFlight.add(p);
+  }
+  await Promise.all(inFlight);
 }
 
 async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<OverheadRound> {
   if (arm === 'sampled')
     Object.assign(process.env, { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: SAMPLE_RATIO });
+  if (arm === 'unsampled') process.env['OTEL_TRACES_SAMPLER'] = 'parentbased_always_off';
   // The SDK reads the sampler from the environment when it starts.
   if (traces(arm)) startTracing('bench', { spanProcessors: [new tracing.BatchSpanProcessor(dropAll)] });
   delete process.env['OTEL_TRACES_SAMPLER'];
@@ -129,7 +158,13 @@ async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<Overhe
       console.log(`round ${n} ${arm} profile: tracing ${fmt(s.tracing)}%, metrics ${fmt(s.metrics)}%, GC ${fmt(s.gc)}% of busy CPU`);
       profiler.disconnect();
     }
-    return { round: n, arm, rate: proposals / seconds, cpuUsPerProposal: (cpu.user + cpu.system) / proposals };
+    return {
+      round: n,
+      arm,
+      rate: proposals / seconds,
+      cpuUsPerProposal: (cpu.user + cpu.system) / proposals,
+      systemUsPerProposal: cpu.system / proposals,
+    };
   } finally {
     await h.stop();
     if (traces(arm)) await stopTracing();
@@ -150,7 +185,7 @@ function median(xs: number[]): number {
 
 export async function runOverhead(): Promise<OverheadFigures> {
   console.log(
-    `\n## instrumentation overhead: ${ROUNDS} rounds of ${ARMS.join(', ')} in rotating order; ${PROPOSALS} proposals per round after ${WARMUP} of warm-up`,
+    `\n## instrumentation overhead: ${ROUNDS} rounds of ${ARMS.join(', ')} in rotating order; ${PROPOSALS} proposals per round after ${WARMUP} of warm-up, ${RATE > 0 ? `${RATE} started per second` : 'as fast as they go'}`,
   );
   // One unmeasured round of each arm first: the code of every path compiled before any is timed.
   for (const arm of ARMS) await round(arm, 0, WARMUP);
@@ -161,7 +196,9 @@ export async function runOverhead(): Promise<OverheadFigures> {
     for (const arm of order) {
       const f = await round(arm, r);
       rounds.push(f);
-      console.log(`round ${r} ${arm.padEnd(7)}: ${fmt(f.rate, 0)} proposals/s, ${fmt(f.cpuUsPerProposal, 0)} µs CPU per proposal`);
+      console.log(
+        `round ${r} ${arm.padEnd(7)}: ${fmt(f.rate, 0)} proposals/s, ${fmt(f.cpuUsPerProposal, 0)} µs CPU per proposal (${fmt(f.systemUsPerProposal, 0)} in the kernel)`,
+      );
     }
   }
   const figures: OverheadFigures = { rounds, arms: ARMS, rate: {}, cpu: {}, cpuAddedPct: {}, rateLossPct: {} };

@@ -32,6 +32,7 @@ import { fmt, verdict } from './bench-util';
 const ARM_NAMES: Record<string, string> = {
   on: 'metrics + tracing (dropping exporter)',
   sampled: 'metrics + tracing sampled (parentbased_traceidratio, dropping exporter)',
+  unsampled: 'metrics + tracing, nothing sampled (parentbased_always_off)',
   metrics: 'metrics only',
 };
 

@@ -5,6 +5,7 @@ import { headers } from 'nats';
 import { ConclaveMetrics } from './metrics';
 import { MeteredEventLog } from './metrics-event-log';
 import type { ServiceConfig } from './service-config';
+import { inLogContext, logFields, withLogFields } from './logging';
 import {
   activeTraceId,
   continueTrace,
@@ -143,6 +144,26 @@ describe('tracing with the default (parent-based) sampler', () => {
     const [span] = await finished(exporter, 1);
     expect(span.status).toMatchObject({ code: 2, message: 'UNAVAILABLE' });
     expect(span.attributes).toEqual({ 'conclave.error_code': 'UNAVAILABLE' });
+  });
+
+  it('given one async context for both, then a log context keeps the trace context and a trace context keeps the log fields, across awaits', async () => {
+    const seen = await context.with(remote(TraceFlags.SAMPLED), () =>
+      inLogContext({ proposal_id: 'p1' }, async () => {
+        await Promise.resolve();
+        const inLog = trace.getSpanContext(context.active())?.spanId;
+        const inTrace = await traced('inner', SpanKind.INTERNAL, {}, async () => {
+          await Promise.resolve();
+          withLogFields({ command_id: 'c1' }, () => undefined);
+          return { fields: { ...logFields() }, parent: trace.getActiveSpan()?.spanContext().traceId };
+        });
+        return { inLog, inTrace, after: { ...logFields() } };
+      }),
+    );
+
+    expect(seen.inLog).toBe(PARENT);
+    expect(seen.inTrace).toEqual({ fields: { proposal_id: 'p1', command_id: 'c1' }, parent: TRACE });
+    expect(seen.after).toEqual({ proposal_id: 'p1', command_id: 'c1' });
+    expect(logFields()).toEqual({});
   });
 
   it('reads back what it writes: metadata with a tracestate, and rejects an invalid or all-zero traceparent', () => {

@@ -10,13 +10,14 @@ import {
   trace,
   type Attributes,
   type Context,
+  type ContextManager,
   type TextMapGetter,
   type Tracer,
 } from '@opentelemetry/api';
 import type { EventMetadata } from '@conclave/event-log';
 import { NodeSDK, tracing } from '@opentelemetry/sdk-node';
 import type { MsgHdrs } from 'nats';
-import { idIn } from './logging';
+import { idIn, storedTraceContext, withTraceContext } from './logging';
 import type { RequestObserver } from './metrics-requests';
 
 const TRACER = 'conclave';
@@ -39,6 +40,41 @@ function dropsUnder(parent: Context): boolean {
   if (!parentBased) return false;
   const c = trace.getSpanContext(parent);
   return c !== undefined && (c.traceFlags & SAMPLED) === 0 && trace.isSpanContextValid(c);
+}
+
+/**
+ * OpenTelemetry's context kept in the same AsyncLocalStorage as the log fields (logging.ts), in
+ * place of the SDK's own: one store copied onto every promise instead of two.
+ */
+class SharedContextManager implements ContextManager {
+  active(): Context {
+    return (storedTraceContext() as Context | undefined) ?? ROOT_CONTEXT;
+  }
+
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    ctx: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
+    return withTraceContext(ctx, thisArg === undefined && args.length === 0 ? (fn as () => ReturnType<F>) : () => fn.apply(thisArg, args));
+  }
+
+  bind<T>(ctx: Context, target: T): T {
+    if (typeof target !== 'function') return target;
+    const run = (self: unknown, args: unknown[]) => withTraceContext(ctx, () => (target as (...a: unknown[]) => unknown).apply(self, args));
+    return function (this: unknown, ...args: unknown[]) {
+      return run(this, args);
+    } as T;
+  }
+
+  enable(): this {
+    return this;
+  }
+
+  disable(): this {
+    return this;
+  }
 }
 
 /**
@@ -71,6 +107,7 @@ export function startTracing(service: string, options: { spanProcessors?: tracin
   sdk = new NodeSDK({
     serviceName: process.env['OTEL_SERVICE_NAME'] ?? `conclave-${service}`,
     instrumentations: [],
+    contextManager: new SharedContextManager(),
     metricReaders: [],
     logRecordProcessors: [],
     ...(options.spanProcessors ? { spanProcessors: options.spanProcessors } : {}),
