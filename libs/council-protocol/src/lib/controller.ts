@@ -56,7 +56,10 @@ export interface CouncilTaskRequest {
   budget_remaining?: BudgetRemaining;
 }
 
-/** The run's budget left at `now`: every spend reported so far, refused answers and failures included. */
+/**
+ * The run's budget left at `now`: every spend reported so far, refused answers and failures
+ * included.
+ */
 export function budgetRemaining(run: RunData, now: string): BudgetRemaining {
   const b = run.goal_contract.budget;
   const left: BudgetRemaining = {
@@ -114,7 +117,10 @@ export function decideNext(state: CouncilRunState, now: string, options: Control
 /** What decideNext decided, and the run once its actions' events are folded in. */
 export interface ControllerStep {
   actions: ControllerAction[];
-  /** `state` itself when there is nothing to do; never shares structure with it otherwise, unless `owned`. */
+  /**
+   * `state` itself when there is nothing to do; never shares structure with it otherwise, unless
+   * `owned`.
+   */
   state: CouncilRunState;
 }
 
@@ -165,7 +171,10 @@ export function taskRequests(actions: readonly ControllerAction[]): { subject: s
   return actions.flatMap((a) => (a.kind === 'IssueTask' ? [{ subject: a.subject, request: a.request }] : []));
 }
 
-/** Issued, unanswered tasks: after a restart the service resends these (same task_id), never re-decides them. */
+/**
+ * Issued, unanswered tasks: after a restart the service resends these (same task_id), never re-
+ * decides them.
+ */
 export function pendingTaskRequests(state: CouncilRunState, subjectPrefix?: string): { subject: string; request: CouncilTaskRequest }[] {
   if (state.status !== 'running') return [];
   return state.task_order
@@ -347,7 +356,10 @@ function nextStep(run: ActiveRun, now: string, options: ControllerOptions): Cont
   }
 }
 
-/** Spec 10 (lifecycle step 2): every standing proposer writes a candidate alone; the stage closes with anonymous labels (11.1). */
+/**
+ * Spec 10 (lifecycle step 2): every standing proposer writes a candidate alone; the stage closes
+ * with anonymous labels (11.1).
+ */
 function produceIndependentCandidates(run: RunInStage<'proposal'>, now: string, options: ControllerOptions): ControllerAction[] {
   const p = progress(run, 'proposal');
   if (p === 'none') {
@@ -377,7 +389,10 @@ function produceIndependentCandidates(run: RunInStage<'proposal'>, now: string, 
   ];
 }
 
-/** Spec 11 (step 3): blind reviews of the others' candidates; the round's checkpoint is recorded when they are in. */
+/**
+ * Spec 11 (step 3): blind reviews of the others' candidates; the round's checkpoint is recorded
+ * when they are in.
+ */
 function reviewArtifacts(run: RunInStage<'review'>, now: string, options: ControllerOptions): ControllerAction[] {
   const p = progress(run, 'review');
   const ids = currentCandidateIds(run);
@@ -398,7 +413,10 @@ function reviewArtifacts(run: RunInStage<'review'>, now: string, options: Contro
   ];
 }
 
-/** Spec 8.5 (step 4): the moderator, or the chair when there is none, maps the conflicts over blind refs. */
+/**
+ * Spec 8.5 (step 4): the moderator, or the chair when there is none, maps the conflicts over blind
+ * refs.
+ */
 function extractConflicts(run: RunInStage<'conflict-map'>, now: string, options: ControllerOptions): ControllerAction[] {
   const p = progress(run, 'conflict-map');
   if (p === 'none') {

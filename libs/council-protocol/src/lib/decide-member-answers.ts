@@ -18,7 +18,10 @@ import { fail, instantMs, isRecord, join } from './validation';
 
 const BLIND_CANDIDATE_REF = /^anon-[A-Z]+-v\d+$/;
 
-/** A member's answer to an open task of the run, with the helpers that record it as the task's result. */
+/**
+ * A member's answer to an open task of the run, with the helpers that record it as the task's
+ * result.
+ */
 interface Answer {
   run: ActiveRun;
   task: TaskRecord;
@@ -58,7 +61,10 @@ export function decideSubmitTaskResult(command: SubmitTaskResult, state: Council
   return ANSWER_RULES[task.stage]({ run, task, member, command, ev, withUsage });
 }
 
-/** Spec 10, independent proposal: a version-1 candidate by the member that submits it, with no parent. */
+/**
+ * Spec 10, independent proposal: a version-1 candidate by the member that submits it, with no
+ * parent.
+ */
 function acceptIndependentProposal(a: Answer): CouncilEvent[] {
   const { run, task, member, command, ev, withUsage } = a;
   const candidate = parseCandidateArtifact(command.artifact);
@@ -71,7 +77,10 @@ function acceptIndependentProposal(a: Answer): CouncilEvent[] {
   return [ev(E.CandidateSubmitted, withUsage({ task_id: task.task_id, member_id: member, candidate }))];
 }
 
-/** Spec 11, review and anonymity: reviews of the candidates this reviewer was shown, never its own (11.3); blind refs (11.1) resolved to real ids. */
+/**
+ * Spec 11, review and anonymity: reviews of the candidates this reviewer was shown, never its own
+ * (11.3); blind refs (11.1) resolved to real ids.
+ */
 function acceptReviews(a: Answer): CouncilEvent[] {
   const { run, task, member, command, ev, withUsage } = a;
   const items = reviewsIn(command.artifact);
@@ -144,7 +153,10 @@ function acceptConflictMap(a: Answer): CouncilEvent[] {
   return [ev(E.ConflictMapRecorded, withUsage({ task_id: task.task_id, member_id: member, conflict_map: map }))];
 }
 
-/** Spec 13, frame challenge: the observer's Inside-Outsider check, against the current GoalContract. */
+/**
+ * Spec 13, frame challenge: the observer's Inside-Outsider check, against the current
+ * GoalContract.
+ */
 function acceptFrameCheck(a: Answer): CouncilEvent[] {
   const { run, task, member, command, ev, withUsage } = a;
   const fc = parseFrameCheck(command.artifact);
@@ -160,7 +172,10 @@ function acceptFrameCheck(a: Answer): CouncilEvent[] {
   ];
 }
 
-/** Spec 12, targeted revision: the revision answers the issues selected for this author, by their review refs. */
+/**
+ * Spec 12, targeted revision: the revision answers the issues selected for this author, by their
+ * review refs.
+ */
 function acceptTargetedRevision(a: Answer): CouncilEvent[] {
   const { run, task, member, command, ev, withUsage } = a;
   const revision = parseRevisionArtifact(command.artifact);
@@ -176,7 +191,10 @@ function acceptTargetedRevision(a: Answer): CouncilEvent[] {
   return [ev(E.RevisionSubmitted, withUsage({ task_id: task.task_id, member_id: member, revision }))];
 }
 
-/** Spec 14, chair and synthesis: only the chair or its authorised fallback decides; every claim is grounded and dissent retained. */
+/**
+ * Spec 14, chair and synthesis: only the chair or its authorised fallback decides; every claim is
+ * grounded and dissent retained.
+ */
 function acceptChairDecision(a: Answer): CouncilEvent[] {
   const { run, task, member, command, ev, withUsage } = a;
   if (!run.chair_order.includes(member))
