@@ -74,6 +74,12 @@ export interface JetStreamEventLogOptions {
    * `COMMIT_HEADER`): it is skipped, never folded. Default: nothing is told.
    */
   readonly onForeignRecord?: (record: string, reason: string) => void;
+  /**
+   * How long a subscription may make no progress, with no handler running, while the log says
+   * it has more to deliver, before it is ended as unavailable (its reader then resubscribes from
+   * its last event). Default 10 s.
+   */
+  readonly stallMs?: number;
 }
 
 /** One append is stored as one message: JetStream 2.9 has no atomic batch publish. */
@@ -90,6 +96,8 @@ const MESSAGE_TOO_LARGE = 10054;
 const INDEX_WIDTH = 6;
 /** How long deliveries must pause before a catch-up is confirmed with the consumer's state. */
 const CATCH_UP_CONFIRM_MS = 1_000;
+/** See `JetStreamEventLogOptions.stallMs`. */
+const STALL_MS = 10_000;
 /** The sequence of the aggregate's previous commit (0 for the first), when the appender knew it. */
 const PREV_HEADER = 'Conclave-Prev-Seq';
 /**
@@ -300,6 +308,16 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     }
   }
 
+  /** The stream sequence of the newest message on `subject` (0 when none), as the stream leader knows it. */
+  private async newestOn(subject: string): Promise<number> {
+    try {
+      return (await this.jsm.streams.getMessage(this.streamName, { last_by_subj: subject })).seq;
+    } catch (e) {
+      if ((e as { api_error?: { err_code?: number } }).api_error?.err_code === NO_MESSAGE_FOUND) return 0;
+      throw e;
+    }
+  }
+
   subscribe(categories: CategoryFilter, from: StartFrom, handler: EventHandler<E>): Subscription {
     const matches = categoryMatcher(categories);
     const { seq: fromSeq, index: fromIndex } = parsePosition(from);
@@ -317,44 +335,115 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     let handled = 0;
     let target: number | undefined;
     // The consumer sequence of the last message handled, and when: for confirming a catch-up.
+    // The consumer sequence restarts at 1 when nats.js recreates an ordered consumer (new name).
     let lastDelivery = 0;
+    let deliveredBy: string | undefined;
     let lastHandledAt = Date.now();
+    // The stream sequence of the last message delivered (handled or skipped), for comparing with the log's newest.
+    let lastStreamSeq = fromSeq;
+    // A handler still running is progress, however slow: never a stall.
+    let handling = false;
 
     const deliver = async (m: JsMsg): Promise<void> => {
       const { stream, category } = this.streamOfSubject(m.subject);
       if (matches(category)) {
         const events = this.unpack(stream, category, m.seq, m.data, prevOf(m.headers), metadataOf(m.headers), m.headers);
-        for (const e of events) {
-          if (stopped) return;
-          if (m.seq === fromSeq && indexOf(e.position) <= fromIndex) continue;
-          try {
-            await handler(e);
-          } catch (error) {
-            throw new HandlerFailure(error);
+        handling = true;
+        try {
+          for (const e of events) {
+            if (stopped) return;
+            if (m.seq === fromSeq && indexOf(e.position) <= fromIndex) continue;
+            try {
+              await handler(e);
+            } catch (error) {
+              throw new HandlerFailure(error);
+            }
           }
+        } finally {
+          handling = false;
         }
       }
       handled++;
+      lastStreamSeq = m.seq;
       lastDelivery = m.info.deliverySequence;
+      deliveredBy = m.info.consumer;
       lastHandledAt = Date.now();
       if (m.info.pending === 0 || (target !== undefined && handled >= target)) caughtUp.resolve();
     };
 
-    // The pending counts above are the server's estimate, and nats-server 2.9 can over-count a
-    // filtered consumer's (seen after a restart under concurrent appends: delivery ended with
-    // "8 pending" that never came), which left a catch-up waiting for ever. So once deliveries
-    // pause, the consumer's own state decides: nothing pending, and its last delivery handled.
-    const confirmCatchUp = setInterval(() => {
-      if (caughtUp.settled || stopped) return clearInterval(confirmCatchUp);
-      if (!sub || target === undefined || Date.now() - lastHandledAt < CATCH_UP_CONFIRM_MS) return;
-      sub.consumerInfo().then(
-        (info) => {
-          if (info.num_pending === 0 && info.delivered.consumer_seq === lastDelivery) caughtUp.resolve();
-        },
-        () => undefined, // asked again at the next tick; a dead subscription ends through `run`
-      );
+    const fail = (e: unknown): void => {
+      if (closed.settled) return;
+      stopped = true;
+      sub?.unsubscribe();
+      caughtUp.reject(e);
+      closed.reject(e);
+    };
+    const stallMs = this.options.stallMs ?? STALL_MS;
+    const stalled = (why: string): void =>
+      fail(new LogUnavailableError('subscribe', undefined, { cause: new Error(`the subscription stalled: ${why}`) }));
+
+    // Every second, the subscription's progress is checked, so that it either moves on or ends.
+    // - Before catch-up: the pending counts in deliveries are the server's estimate, and
+    //   nats-server 2.9 can over-count a filtered consumer's (seen after a restart under
+    //   concurrent appends: delivery ended with "8 pending" that never came), which left a
+    //   catch-up waiting for ever. So once deliveries pause, the consumer decides: nothing
+    //   pending, and its last delivery handled. Nothing handled for `stallMs` while it says more
+    //   is pending (or cannot say), and the catch-up fails as unavailable.
+    // - After catch-up: a consumer can stop delivering without a word. Seen after a stream leader
+    //   was killed in a cluster: the consumer, recreated by the client on a replica that had
+    //   stopped following, still heartbeated and reported nothing pending. So its own word is
+    //   not taken: the stream leader's newest message on the subscription's subject is. Behind
+    //   it at two checks `stallMs` apart with nothing handled in between, and the subscription
+    //   ends as unavailable (its reader resubscribes from its last event).
+    let checking = false;
+    let lastCheckAt = 0;
+    let behindAt: number | undefined;
+    const watch = setInterval(() => {
+      if (stopped || closed.settled) return clearInterval(watch);
+      const idleMs = Date.now() - lastHandledAt;
+      if (checking || handling || idleMs < CATCH_UP_CONFIRM_MS) return;
+      if (!sub || target === undefined) {
+        // Still subscribing: a server that never answers is a stall all the same.
+        if (idleMs >= stallMs) stalled(`no consumer after ${idleMs} ms`);
+        return;
+      }
+      const current = sub;
+      if (!caughtUp.settled) {
+        checking = true;
+        current
+          .consumerInfo()
+          .then(
+            (info) => {
+              const delivered = deliveredBy === undefined || info.name === deliveredBy ? lastDelivery : 0;
+              if (info.num_pending === 0 && info.delivered.consumer_seq === delivered) caughtUp.resolve();
+              else if (idleMs >= stallMs) stalled(`nothing handled for ${idleMs} ms before catch-up, ${info.num_pending} pending`);
+            },
+            // A consumer the server no longer knows delivers nothing more.
+            (err: Error) => {
+              if (idleMs >= stallMs)
+                stalled(`nothing handled for ${idleMs} ms before catch-up, consumer state unreadable (${err.message})`);
+            },
+          )
+          .finally(() => (checking = false));
+        return;
+      }
+      // Once caught up, an idle subscription is asked rarely: most are idle most of the time.
+      if (idleMs < stallMs || Date.now() - lastCheckAt < stallMs) return;
+      checking = true;
+      lastCheckAt = Date.now();
+      const seen = lastStreamSeq;
+      this.newestOn(filter)
+        .then(
+          (newest) => {
+            if (newest <= seen) return void (behindAt = undefined);
+            if (behindAt !== seen) return void (behindAt = seen);
+            stalled(`nothing handled for ${Date.now() - lastHandledAt} ms while the log is at ${newest} and this subscription at ${seen}`);
+          },
+          () => undefined, // the log unreachable: nothing to compare with; the next check asks again
+        )
+        .finally(() => (checking = false));
     }, CATCH_UP_CONFIRM_MS);
-    confirmCatchUp.unref();
+    watch.unref();
 
     const run = async (): Promise<void> => {
       const opts = consumerOpts();
@@ -364,7 +453,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
       else opts.startSequence(fromSeq);
       try {
         sub = await this.js.subscribe(filter, opts);
-        if (stopped) return;
+        if (stopped) return void sub.unsubscribe();
         // Caught up = every matching message that existed now is handled. Waiting for a delivery
         // with nothing pending instead would never end while appends keep coming.
         const info = await sub.consumerInfo();
@@ -402,17 +491,11 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     };
     this.live.add(handle);
     run()
-      .then(
-        () => closed.resolve(),
-        (e: unknown) => {
-          stopped = true;
-          sub?.unsubscribe();
-          caughtUp.reject(e);
-          closed.reject(e);
-        },
-      )
+      .then(() => {
+        if (!closed.settled) closed.resolve();
+      }, fail)
       .finally(() => {
-        clearInterval(confirmCatchUp);
+        clearInterval(watch);
         this.live.delete(handle);
       });
     return handle;

@@ -8,7 +8,7 @@ import { Collector, within, type TestEvent } from '../testing/event-log.contract
 import { NATS_URL, openTestLog } from '../testing/nats-test-log';
 import { JetStreamEventLog, type JetStreamEventLogOptions } from './jetstream-event-log';
 import { KvCheckpointStore } from './kv-checkpoint-store';
-import { OvercountingProxy } from '../testing/overcounting-proxy';
+import { NatsFaultProxy } from '../testing/nats-fault-proxy';
 
 const ev = (type = 'E'): TestEvent => ({ event_id: ulid(), type, data: {} });
 
@@ -51,11 +51,11 @@ describe('JetStreamEventLog specifics', () => {
       await t.log.append(`other-${ulid()}`, [ev('Other')], 'no_stream');
     }
     const [host, port] = NATS_URL.replace(/^nats:\/\//, '').split(':');
-    const proxy = new OvercountingProxy({ host, port: Number(port) }, 8);
+    const proxy = new NatsFaultProxy({ host, port: Number(port) }, { overcount: 8 });
     await proxy.start();
     const nc = await connect({ servers: proxy.url, name: 'over-counted' });
     const options = (t.log as unknown as { options: JetStreamEventLogOptions }).options;
-    const seen = await JetStreamEventLog.create<TestEvent>({ ...options, connection: nc });
+    const seen = await JetStreamEventLog.create<TestEvent>({ ...options, connection: nc, stallMs: 1_500 });
     try {
       // When: it subscribes after the 10th event, through a server that says 8 more are pending than there are.
       const handled: string[] = [];
@@ -72,6 +72,62 @@ describe('JetStreamEventLog specifics', () => {
       await proxy.stop();
     }
   }, 30_000);
+
+  describe('a consumer that stops delivering without a word', () => {
+    let proxy: NatsFaultProxy;
+    let nc: NatsConnection;
+    let quiet: JetStreamEventLog<TestEvent>;
+    beforeEach(async () => {
+      const [host, port] = NATS_URL.replace(/^nats:\/\//, '').split(':');
+      proxy = new NatsFaultProxy({ host, port: Number(port) });
+      await proxy.start();
+      nc = await connect({ servers: proxy.url, name: 'silenced' });
+      const options = (t.log as unknown as { options: JetStreamEventLogOptions }).options;
+      quiet = await JetStreamEventLog.create<TestEvent>({ ...options, connection: nc, stallMs: 1_500 });
+    });
+    afterEach(async () => {
+      await quiet.close();
+      await nc.close();
+      await proxy.stop();
+    });
+
+    it('given a subscription following a category, when the server goes silent with events pending, then the subscription ends as unavailable and one resumed from its last event gets the rest, each once', async () => {
+      // Given: a follower caught up with 5 events.
+      const category = `hush${ulid().slice(-8).toLowerCase()}`;
+      const appended: string[] = [];
+      const more = async (n: number) => {
+        for (let i = 0; i < n; i++) appended.push((await t.log.append(`${category}-${ulid()}`, [ev('Said')], 'no_stream')).position);
+      };
+      await more(5);
+      const handled: string[] = [];
+      const sub = quiet.subscribe([category], 'start', (e) => void handled.push(e.position));
+      await within(sub.caughtUp, 10_000, 'the first catch-up');
+
+      // When: deliveries and heartbeats stop while 5 more events are appended.
+      proxy.silent = true;
+      await more(5);
+
+      // Then: the subscription says it is unavailable instead of waiting for ever...
+      await expect(within(sub.closed, 15_000, 'the silent subscription to end')).rejects.toBeInstanceOf(LogUnavailableError);
+      expect(handled).toEqual(appended.slice(0, 5));
+      // ...and a reader that resumes after its last event gets the other 5, once each.
+      proxy.silent = false;
+      const resumed = quiet.subscribe([category], handled[handled.length - 1], (e) => void handled.push(e.position));
+      await within(resumed.caughtUp, 10_000, 'the resumed catch-up');
+      expect(handled).toEqual(appended);
+      await resumed.stop();
+    }, 40_000);
+
+    it('given a server that delivers nothing, when a subscription catches up a category with events, then the catch-up fails as unavailable instead of waiting for ever', async () => {
+      const category = `mute${ulid().slice(-8).toLowerCase()}`;
+      for (let i = 0; i < 3; i++) await t.log.append(`${category}-${ulid()}`, [ev('Said')], 'no_stream');
+      proxy.silent = true;
+      const handled: string[] = [];
+      const sub = quiet.subscribe([category], 'start', (e) => void handled.push(e.position));
+      await expect(within(sub.caughtUp, 15_000, 'the catch-up to fail')).rejects.toBeInstanceOf(LogUnavailableError);
+      expect(handled).toEqual([]);
+    }, 30_000);
+  });
 
   it("given a message on the log's subjects that the log did not append (a consumer delivering into them), when readers fold the aggregate and the category, then it is skipped and reported, and the aggregate goes on", async () => {
     const foreign: string[] = [];
