@@ -7,7 +7,7 @@ import { encodeSnapshot, type SnapshotStore } from './snapshot-store';
 import { NatsConnection } from 'nats';
 import { inLogContext } from './logging';
 import { ConclaveMetrics } from './metrics';
-import { categoryHeadProbe, positionNumber } from './metrics-event-log';
+import { categoryHeadProbe } from './metrics-event-log';
 import { trackReactor } from './metrics-reactors';
 import { inEventTrace, tracingOn } from './tracing';
 import { StartProgress } from './start-watch';
@@ -60,16 +60,6 @@ export interface ReactorDefinition<E extends LogEvent> {
   standby?(): boolean;
 }
 
-/**
- * Checks a following reactor against the log: the newest event of its categories (`headOf`, a
- * sequence number) every `everyMs`. Behind it at two checks in a row, with no event handled in
- * between, the subscription has stalled without saying so, and is resumed like a lost one.
- */
-export interface StallCheck {
-  readonly headOf: (categories: CategoryFilter) => Promise<number | undefined>;
-  readonly everyMs: number;
-}
-
 export interface SnapshotPolicy {
   readonly store: SnapshotStore;
   /** Name under which this reactor's snapshot is kept (shared by replicas). */
@@ -80,13 +70,14 @@ export interface SnapshotPolicy {
   readonly everyMs: number;
   /** A snapshot not read within this long is skipped (rebuilt from the log). Default 15 s. */
   readonly loadTimeoutMs?: number;
+  /** A save not acknowledged within this long is abandoned (the next one is taken later). Default 15 s. */
+  readonly saveTimeoutMs?: number;
 }
 
 const FIRST_RETRY_MS = 250;
 const SNAPSHOT_LOAD_TIMEOUT_MS = 15_000;
+const SNAPSHOT_SAVE_TIMEOUT_MS = 15_000;
 const MAX_RETRY_MS = 5_000;
-/** How often a following reactor is compared with the log's head (see StallCheck). */
-const STALL_CHECK_MS = 10_000;
 
 /**
  * The one reactor runtime: follows the log from a position, hands each event to the reactor
@@ -107,7 +98,8 @@ export class Reactor<E extends LogEvent> {
   resumedFrom: StartFrom = 'start';
   private unsaved = 0;
   private firstUnsavedAt = 0;
-  private saving: Promise<void> = Promise.resolve();
+  /** The save in flight, if any: at most one at a time. */
+  private saving: Promise<void> | undefined;
 
   constructor(
     private readonly log: EventLog<E>,
@@ -116,7 +108,6 @@ export class Reactor<E extends LogEvent> {
     private readonly giveUpMs: number,
     readiness?: Readiness,
     private readonly snapshots?: SnapshotPolicy,
-    private readonly stallCheck?: StallCheck,
   ) {
     this.logger = new Logger(`Reactor:${definition.name}`);
     readiness?.register(`reactor:${definition.name}`, () => (this.isStandby || this.following) && !this.failed);
@@ -165,40 +156,8 @@ export class Reactor<E extends LogEvent> {
     }
     this.resumedFrom = this.position;
     await this.followAtStart();
-    await this.saveSnapshot();
-    this.watchForStalls();
-  }
-
-  private stallTimer: NodeJS.Timeout | undefined;
-
-  private watchForStalls(): void {
-    const check = this.stallCheck;
-    if (!check || this.stallTimer) return;
-    let behindAt: number | undefined;
-    let checking = false;
-    this.stallTimer = setInterval(() => {
-      if (checking || !this.following || this.stopping || this.isStandby) return void (behindAt = undefined);
-      checking = true;
-      const handledBefore = this.handled;
-      check
-        .headOf(this.definition.categories)
-        .then((head) => {
-          const behind = head !== undefined && head > positionNumber(this.position);
-          if (!behind) return void (behindAt = undefined);
-          if (behindAt === undefined || behindAt !== handledBefore) return void (behindAt = handledBefore);
-          // Behind at two checks in a row and nothing handled in between: stalled.
-          behindAt = undefined;
-          const sub = this.subscription;
-          if (!sub || !this.following) return;
-          this.logger.warn(`no event handled for ${check.everyMs} ms while the log is at ${head}: the subscription stalled`);
-          this.subscription = undefined;
-          void sub.stop().catch(() => undefined);
-          this.resume(new LogUnavailableError('subscribe', undefined, { cause: new Error('the subscription stalled') }));
-        })
-        .catch(() => undefined) // the log unreachable: the subscription says so itself
-        .finally(() => (checking = false));
-    }, check.everyMs);
-    this.stallTimer.unref();
+    this.saveSnapshot();
+    await this.saving;
   }
 
   /**
@@ -222,27 +181,42 @@ export class Reactor<E extends LogEvent> {
   async stop(): Promise<void> {
     this.stopping = true;
     this.following = false;
-    clearInterval(this.stallTimer);
-    this.stallTimer = undefined;
     const s = this.subscription;
     this.subscription = undefined;
     await s?.stop();
     await this.saving;
-    if (!this.failed) await this.saveSnapshot();
+    if (!this.failed) {
+      this.saveSnapshot();
+      await this.saving;
+    }
   }
 
-  /** Saves (position, state) now if anything was applied since the last save. */
-  private saveSnapshot(): Promise<void> {
+  /**
+   * Takes (position, state) now, if anything was applied since the last save and no save is in
+   * flight, and saves it in the background. Applying events never waits for the snapshot store:
+   * a save that hung (seen on a clustered object store while a stream leader was killed) once
+   * stopped every reactor of a service. A save in flight defers the next one, so a slow store
+   * never piles snapshots up; one not acknowledged in time is abandoned. Whichever snapshot was
+   * saved last is a valid place to resume from, so an abandoned one landing late does no harm.
+   */
+  private saveSnapshot(): void {
     const snap = this.definition.snapshot;
-    if (!snap || !this.snapshots || this.position === 'start' || this.unsaved === 0) return this.saving;
+    if (!snap || !this.snapshots || this.position === 'start' || this.unsaved === 0 || this.saving) return;
     const position = this.position;
     const encoded = encodeSnapshot({ position, schema: snap.schema, state: snap.take() });
     this.unsaved = 0;
     const store = this.snapshots;
-    this.saving = this.saving.then(() =>
-      store.store.save(store.name, encoded).catch((err: Error) => this.logger.warn(`snapshot at ${position} not saved: ${err.message}`)),
-    );
-    return this.saving;
+    const limit = store.saveTimeoutMs ?? SNAPSHOT_SAVE_TIMEOUT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`not acknowledged within ${limit} ms`)), limit);
+    });
+    this.saving = Promise.race([store.store.save(store.name, encoded), timeout])
+      .catch((err: Error) => this.logger.warn(`snapshot at ${position} not saved: ${err.message}`))
+      .finally(() => {
+        clearTimeout(timer);
+        this.saving = undefined;
+      });
   }
 
   private async follow(): Promise<void> {
@@ -258,10 +232,8 @@ export class Reactor<E extends LogEvent> {
       this.handled++;
       if (this.snapshots && this.definition.snapshot) {
         if (this.unsaved++ === 0) this.firstUnsavedAt = Date.now();
-        // Taken between two events, so the state is exactly the one at `position`; awaiting the
-        // save keeps a slow store from piling up snapshots.
-        if (this.unsaved >= this.snapshots.everyEvents || Date.now() - this.firstUnsavedAt >= this.snapshots.everyMs)
-          await this.saveSnapshot();
+        // Taken between two events, so the state is exactly the one at `position`.
+        if (this.unsaved >= this.snapshots.everyEvents || Date.now() - this.firstUnsavedAt >= this.snapshots.everyMs) this.saveSnapshot();
       }
     });
     this.subscription = sub;
@@ -353,7 +325,6 @@ export class Reactors {
       everyMs: this.config.snapshotEveryMs,
     };
     const progress = this.progress;
-    const headOf = this.headOf();
     const reactor = new Reactor(
       this.log as unknown as EventLog<E>,
       progress
@@ -369,7 +340,6 @@ export class Reactors {
       this.config.resubscribeGiveUpMs,
       this.readiness,
       policy,
-      headOf ? { headOf, everyMs: STALL_CHECK_MS } : undefined,
     );
     if (this.metrics) trackReactor(this.metrics, definition.name, definition.categories, reactor, this.headOf());
     return reactor;
