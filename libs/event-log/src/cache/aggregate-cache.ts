@@ -108,21 +108,28 @@ export class AggregateCache<S, E extends LogEvent = LogEvent> {
     await sub.caughtUp;
   }
 
+  /**
+   * One failure is often reported twice (a feed that fails while catching up rejects both its
+   * catch-up and its end): while a restart is pending, another report adds none.
+   */
   private restart(): void {
     this.subscription = undefined;
     this.clear();
-    if (this.stopped) return;
-    const retry = (delay: number): void => {
-      setTimeout(() => {
-        if (this.stopped || this.subscription) return;
-        this.start().catch(() => {
-          this.subscription = undefined;
-          retry(Math.min(5_000, delay * 2));
-        });
-      }, delay).unref();
-    };
-    retry(250);
+    if (this.stopped || this.restartPending) return;
+    this.restartPending = true;
+    const delay = this.restartDelay;
+    this.restartDelay = Math.min(5_000, delay * 2);
+    setTimeout(() => {
+      this.restartPending = false;
+      if (this.stopped || this.subscription) return;
+      this.start().then(
+        () => (this.restartDelay = 250),
+        () => this.restart(),
+      );
+    }, delay).unref();
   }
+  private restartPending = false;
+  private restartDelay = 250;
 
   /** Whether the feed is live: the owner restarts it (start again) when it is not. */
   get following(): boolean {

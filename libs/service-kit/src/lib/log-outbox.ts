@@ -47,6 +47,8 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
   private timer: NodeJS.Timeout | undefined;
   private caughtUp = false;
   private stopping = false;
+  /** Bumped by each restart: failures reported by an older subscription are already handled. */
+  private generation = 0;
   /** Publishes awaiting their acknowledgement; the checkpoint never passes an unacknowledged one. */
   private inFlight: Promise<unknown>[] = [];
   /** Set by Nest after construction (subclasses keep their constructors). */
@@ -109,12 +111,13 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
   }
 
   private async follow(): Promise<void> {
+    const generation = this.generation;
     const sub = (this.log as EventLog<E>).subscribe(this.outbox.categories, this.position, (e) => {
       this.progress?.tick();
       return this.publish(e);
     });
     this.subscription = sub;
-    sub.closed.catch((err: Error) => this.restart(err));
+    sub.closed.catch((err: Error) => this.restart(err, generation));
     await sub.caughtUp;
   }
 
@@ -123,7 +126,10 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
     for (const m of await this.messagesFor(event)) this.inFlight.push(this.measured(this.send(js, m, event)));
     this.position = event.position;
     if (++this.unsaved >= SAVE_EVERY || this.inFlight.length >= MAX_IN_FLIGHT) await this.save();
-    else this.timer ??= setTimeout(() => void this.save().catch((err: Error) => this.restart(err)), SAVE_AFTER_MS);
+    else {
+      const generation = this.generation;
+      this.timer ??= setTimeout(() => void this.save().catch((err: Error) => this.restart(err, generation)), SAVE_AFTER_MS);
+    }
   }
 
   /**
@@ -160,9 +166,16 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
     return ack;
   }
 
-  /** After a failed publish or subscription: resume from the last saved checkpoint. */
-  private restart(err: Error): void {
-    if (this.stopping) return;
+  /**
+   * After a failed publish or subscription: resume from the last saved checkpoint. One failure
+   * is often reported twice (a subscription that fails while catching up rejects both its
+   * catch-up and its end): only the first report from the current generation restarts, or the
+   * restart loops would double at every failure.
+   */
+  private restart(err: Error, generation: number): void {
+    if (this.stopping || generation !== this.generation) return;
+    this.generation++;
+    const next = this.generation;
     this.meters?.restarts.inc({ outbox: this.outbox.checkpoint });
     this.logger.error(`${this.outbox.checkpoint} restarting from its checkpoint: ${err.message}`);
     const old = this.subscription;
@@ -178,7 +191,7 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
       if (this.stopping) return;
       await this.follow();
       this.caughtUp = true;
-    })().catch((e: Error) => this.restart(e));
+    })().catch((e: Error) => this.restart(e, next));
   }
 
   private async save(): Promise<void> {
