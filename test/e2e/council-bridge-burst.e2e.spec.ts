@@ -1,4 +1,4 @@
-import { PROPOSAL_EVENT_TYPES, proposalStream } from '@conclave/acp-protocol';
+import { PROPOSAL_EVENT_TYPES, proposalStream, type ProposalEvent } from '@conclave/acp-protocol';
 import { COUNCIL_EVENT_TYPES as E, CouncilEvent, councilRunStream } from '@conclave/council-protocol';
 import type { EventLog } from '@conclave/event-log';
 import { AUDIT_PATTERNS, AuditEntry } from '@conclave/registry-protocol';
@@ -109,7 +109,8 @@ describe('council ↔ ACP reactions under a burst, on two replicas (ACP starts, 
     expect(reactions).toHaveLength(2);
     const winners = new Map<string, string>();
     for (const r of conflicted) {
-      const acp = await log.read(proposalStream(bridged.get(r.runId)!.proposal_id));
+      // The same log holds the ACP proposals the bridge posted.
+      const acp = await (log as unknown as EventLog<ProposalEvent>).read(proposalStream(bridged.get(r.runId)!.proposal_id));
       const resolutions = acp.events.filter((e) => e.event.type === PROPOSAL_EVENT_TYPES.EscalationResolved);
       // ACP takes one resolution of the race.
       expect(resolutions).toHaveLength(1);
