@@ -8,7 +8,7 @@ import { commandSigner, registerParticipantCommands, SigningOptions } from './co
 import { registerAuditCommands } from './commands/audit.command';
 import { registerPolicyCommands } from './commands/policies.command';
 import { humanTokenHeaders, registerEscalationCommands } from './commands/escalations.register';
-import { addNatsLoginOptions, natsLogin, NatsLoginError, NatsLoginOptions } from './nats-connection';
+import { addNatsLoginOptions, natsJsApiPrefix, natsLogin, NatsLoginError, NatsLoginOptions } from './nats-connection';
 import { FeedUsageError, registerFeedCommands } from './commands/feeds.command';
 
 // The CLI is an edge: it may read the environment for defaults (flags win).
@@ -27,6 +27,7 @@ async function withClient<T>(fn: (client: ConclaveClient, json: boolean) => Prom
   const opts = program.opts<NatsLoginOptions & SigningOptions & { token?: string }>();
   const client = await ConclaveClient.connect({
     ...natsLogin(opts, process.env),
+    jsApiPrefix: natsJsApiPrefix(opts),
     prefix: opts.prefix,
     streamSuffix: opts.streamSuffix,
     sign: humanTokenHeaders(opts.token),
@@ -87,7 +88,11 @@ program
   .command('watch [domain]')
   .description('stream decisions as they are made (domain exact, or a subtree like risk.>)')
   .option('--durable <name>', 'resume where this named reader left off')
-  .option('--bind', 'bind to the --durable feed an operator provisioned (conclave feeds provision); create nothing', false)
+  .option(
+    '--bind',
+    'bind to the --durable feed an operator provisioned (conclave feeds provision); create nothing. A client user of deploy/nats/nats-accounts.conf also gives --js-api-prefix',
+    false,
+  )
   .action((domain: string | undefined, o: { durable?: string; bind: boolean }) =>
     withClient(async (client, json) => {
       for await (const d of client.decisions({ domain, durable: o.durable, bind: o.bind, from: o.durable ? 'all' : 'new' })) {

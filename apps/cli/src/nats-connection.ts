@@ -9,6 +9,7 @@ export interface NatsLoginOptions {
   natsUser?: string;
   natsCreds?: string;
   inboxPrefix?: string;
+  jsApiPrefix?: string;
 }
 
 /** What `connect` (nats) and `ConclaveClient.connect` take from those options. */
@@ -26,8 +27,13 @@ export class NatsLoginError extends Error {
 }
 
 const INBOX_PREFIX = /^_INBOX[A-Za-z0-9_-]*$/;
+/** A subject of literal tokens: no wildcard, no empty token, no whitespace. */
+const JS_API_PREFIX = /^[^.*>\s]+(\.[^.*>\s]+)*$/;
 
-/** Adds `--nats-user`, `--nats-creds` and `--inbox-prefix` (flags win over NATS_USER, NATS_CREDS, NATS_INBOX_PREFIX). */
+/**
+ * Adds `--nats-user`, `--nats-creds`, `--inbox-prefix` and `--js-api-prefix` (flags win over
+ * NATS_USER, NATS_CREDS, NATS_INBOX_PREFIX, NATS_JS_API_PREFIX).
+ */
 export function addNatsLoginOptions(program: Command, env: NodeJS.ProcessEnv): Command {
   return program
     .option('--nats-user <user>', 'NATS user (its password from NATS_PASSWORD, never a flag)', env['NATS_USER'])
@@ -36,7 +42,26 @@ export function addNatsLoginOptions(program: Command, env: NodeJS.ProcessEnv): C
       '--inbox-prefix <prefix>',
       'where replies arrive, starting with _INBOX (the services answer only into an inbox); default _INBOX_<user> when a user or creds file is given (deploy/nats: each user may subscribe only below its own prefix)',
       env['NATS_INBOX_PREFIX'],
+    )
+    .option(
+      '--js-api-prefix <prefix>',
+      "the JetStream API prefix under which the user's NATS account imports the feeds: $JS.conclave.API for a client user of deploy/nats/nats-accounts.conf (agents, readers, humans); none for the services' user or a single account",
+      env['NATS_JS_API_PREFIX'],
     );
+}
+
+/**
+ * The JetStream API prefix to use (`ConclaveClient.connect({jsApiPrefix})`), or undefined for the
+ * server's own `$JS.API`. A client user of the accounts config has no JetStream in its account:
+ * it reaches the feeds only through the imported API, so `watch --bind` needs the prefix there.
+ */
+export function natsJsApiPrefix(o: Pick<NatsLoginOptions, 'jsApiPrefix'>): string | undefined {
+  const prefix = o.jsApiPrefix;
+  if (prefix === undefined || prefix === '') return undefined;
+  if (!JS_API_PREFIX.test(prefix)) {
+    throw new NatsLoginError(`--js-api-prefix must be a subject without wildcards (e.g. $JS.conclave.API), got ${prefix}`);
+  }
+  return prefix;
 }
 
 /**

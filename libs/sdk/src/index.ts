@@ -11,7 +11,7 @@ export type {
   EscalationView,
 } from './lib/conclave-client';
 export { ConclaveError, ConclaveUnavailableError } from './lib/conclave-error';
-export { bindFeed, feedConsumerConfig, FeedError, provisionFeed } from './lib/feeds';
+export { bindFeed, feedConsumerConfig, FeedError, provisionFeed, withJetStreamApiPrefix } from './lib/feeds';
 export type { FeedErrorCode, FeedProvision, ProvisionedFeed } from './lib/feeds';
 export { CouncilMember, CouncilClient, CouncilRequestError } from './lib/council-member';
 export type {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { FeedProvision, provisionFeed, ProvisionedFeed } from '@conclave/sdk';
+import { FeedProvision, provisionFeed, ProvisionedFeed, withJetStreamApiPrefix } from '@conclave/sdk';
 import { connect, JetStreamManager } from 'nats';
-import { natsLogin, NatsLoginOptions } from '../nats-connection';
+import { natsJsApiPrefix, natsLogin, NatsLoginOptions } from '../nats-connection';
 
 /** A durable name as JetStream takes it: no `.`, `*`, `>` or whitespace. */
 const DURABLE = /^[^.*>\s]+$/;
@@ -64,9 +64,11 @@ export function registerFeedCommands(program: Command): void {
 /** The JetStream manager of a connection logged in as the global options say. */
 function withJetStreamManager(program: Command) {
   return async (fn: (jsm: JetStreamManager) => Promise<void>): Promise<void> => {
-    const nc = await connect(natsLogin(program.opts<NatsLoginOptions>(), process.env));
+    const opts = program.opts<NatsLoginOptions>();
+    const nc = await connect(natsLogin(opts, process.env));
+    const apiPrefix = natsJsApiPrefix(opts);
     try {
-      await fn(await nc.jetstreamManager());
+      await fn(await (apiPrefix ? withJetStreamApiPrefix(nc, apiPrefix) : nc).jetstreamManager());
     } finally {
       await nc.drain();
     }
