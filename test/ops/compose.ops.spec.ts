@@ -114,7 +114,12 @@ describeWithEngine(title, () => {
     humanNc = await natsAs('human', passwords.CONCLAVE_HUMAN_PASSWORD);
     // Under the accounts config a reader creates no consumer: the operator provisions its feed.
     await provisionFeed(await admins.jetstreamManager(), { stream: 'ACP_DECISIONS', durable: 'feed-reader' });
-    const reader = await ConclaveClient.connect({ nc: await natsAs('reader', passwords.CONCLAVE_READER_PASSWORD) });
+    // The reader's account (CLIENTS) has no JetStream: it reaches its feed through the API the
+    // services' account exports, under the prefix its account imports it as.
+    const reader = await ConclaveClient.connect({
+      nc: await natsAs('reader', passwords.CONCLAVE_READER_PASSWORD),
+      jsApiPrefix: '$JS.conclave.API',
+    });
     decisions = new DecisionCollector(reader, { durable: 'feed-reader', bind: true });
 
     // The registry, as an administrator would set it up (the services' NATS user is the only one
