@@ -17,7 +17,8 @@ const encode = (x: unknown) => new TextEncoder().encode(JSON.stringify(x));
 /** deploy/nats/nats-accounts.conf with its agent entry copied per agent, and the test's listener beside them (see security-nats-replies). */
 function accountsWithAgents(names: string[]): string {
   const { conf, agentEntry } = accountsTemplate();
-  const listener = '{ user: listener, password: $CONCLAVE_LISTENER_PASSWORD, permissions: { publish: { deny: [">"] }, subscribe: { allow: [">"] } } }';
+  const listener =
+    '{ user: listener, password: $CONCLAVE_LISTENER_PASSWORD, permissions: { publish: { deny: [">"] }, subscribe: { allow: [">"] } } }';
   return conf.replace(agentEntry, [agentEntry, ...names.map((n) => agentEntryFor(agentEntry, n)), listener].join('\n'));
 }
 
@@ -98,7 +99,8 @@ describe('security: NATS operator mode (JWT accounts, one NKEY per user), from t
     ];
     expect(targets.length).toBeGreaterThanOrEqual(4);
     const storage = [EVENTS, ...names.filter((s) => /^(KV|OBJ)_/.test(s))];
-    const held = async () => Object.fromEntries(await Promise.all(storage.map(async (s) => [s, (await jsm.streams.info(s)).state.messages])));
+    const held = async () =>
+      Object.fromEntries(await Promise.all(storage.map(async (s) => [s, (await jsm.streams.info(s)).state.messages])));
     const listener = await deployment.connectAs('listener');
     const heard = new Set<string>();
     // Counted per subscription: a pulled message keeps its stream subject.
@@ -114,7 +116,9 @@ describe('security: NATS operator mode (JWT accounts, one NKEY per user), from t
     await refusedByServer(mallory.request(`$JS.API.CONSUMER.MSG.NEXT.${DECISIONS}.feed-mallory`, encode({ batch: 1 }), { timeout: 2_000 }));
     for (const reply of targets) {
       mallory.publish(`${CLIENTS_JS_API_PREFIX}.CONSUMER.INFO.${DECISIONS}.feed-mallory`, encode({}), { reply });
-      mallory.publish(`${CLIENTS_JS_API_PREFIX}.CONSUMER.MSG.NEXT.${DECISIONS}.feed-mallory`, encode({ batch: 1, no_wait: true }), { reply });
+      mallory.publish(`${CLIENTS_JS_API_PREFIX}.CONSUMER.MSG.NEXT.${DECISIONS}.feed-mallory`, encode({ batch: 1, no_wait: true }), {
+        reply,
+      });
       mallory.publish('acp.v1.list', encode({}), { reply });
     }
     await mallory.flush();

@@ -21,7 +21,8 @@ const encode = (x: unknown) => new TextEncoder().encode(JSON.stringify(x));
  */
 function accountsWithAgents(names: string[]): string {
   const { conf, agentEntry } = accountsTemplate();
-  const listener = '{ user: listener, password: $CONCLAVE_LISTENER_PASSWORD, permissions: { publish: { deny: [">"] }, subscribe: { allow: [">"] } } }';
+  const listener =
+    '{ user: listener, password: $CONCLAVE_LISTENER_PASSWORD, permissions: { publish: { deny: [">"] }, subscribe: { allow: [">"] } } }';
   return conf.replace(agentEntry, [agentEntry, ...names.map((n) => agentEntryFor(agentEntry, n)), listener].join('\n'));
 }
 
@@ -210,9 +211,16 @@ describe("security: NATS accounts, reply subjects aimed at the services' storage
     );
     expect(escalation.subject).toMatch(/^acp\.v1\.escalations\./);
     // ...and resolves it, signed as carol, a human resolver of risk.
-    const carol = await ConclaveClient.connect({ nc: humanNc, signer: ed25519Signer('carol', (keys.get('carol') as ParticipantKeyPair).privateKeyPem) });
+    const carol = await ConclaveClient.connect({
+      nc: humanNc,
+      signer: ed25519Signer('carol', (keys.get('carol') as ParticipantKeyPair).privateKeyPem),
+    });
     clients.push(carol);
-    const resolved = await carol.resolve(p.proposal_id, { outcome: 'approved', resolved_by: 'carol', note: 'approved across the accounts' });
+    const resolved = await carol.resolve(p.proposal_id, {
+      outcome: 'approved',
+      resolved_by: 'carol',
+      note: 'approved across the accounts',
+    });
     expect(resolved.resolution).toMatchObject({ outcome: 'approved', trigger: 'manual', resolved_by: 'carol' });
     // The reader follows its provisioned feed and reads the escalation and the resolution.
     const reader = await ConclaveClient.connect({ nc: await deployment.connectAs('reader') });
