@@ -19,9 +19,8 @@ export interface LogFields {
 
 /**
  * What async work carries: the log fields, and (with tracing on) the OpenTelemetry context, in one
- * AsyncLocalStorage. Each AsyncLocalStorage in use adds a store to copy onto every promise and
- * callback the process creates; a second one for tracing cost a few percent of a service's CPU
- * whether or not the trace was sampled. The two are kept apart as before: entering a log context
+ * AsyncLocalStorage: each one in use adds a store to copy onto every promise and callback the
+ * process creates, sampled trace or not. The two are kept apart as before: entering a log context
  * keeps the trace context, entering a trace context keeps the log fields.
  */
 interface Frame {
