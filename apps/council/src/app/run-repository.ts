@@ -19,8 +19,11 @@ export interface LoadedRun {
   origin?: EventMetadata;
 }
 
-/** Runs whose latest state this process keeps (those it drives or has just read), most recent last. */
-const KNOWN_RUNS = 256;
+/**
+ * Runs whose latest state this process keeps (those it drives or has just read), most recent last:
+ * enough for the runs in flight and the ones just ended, whose decisions are being published.
+ */
+const KNOWN_RUNS = 64;
 
 /**
  * The run's stream `council-run-<id>` in the event log: read and fold, append with the expected
