@@ -13,7 +13,7 @@
 import 'reflect-metadata';
 import { startTracing, stopTracing } from '@conclave/service-kit';
 import { tracing } from '@opentelemetry/sdk-node';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -35,12 +35,14 @@ const PROFILE_DIR = process.env['BENCH_OVERHEAD_PROFILE'];
  * `on`: metrics and tracing (every trace sampled); `sampled`: the same with
  * OTEL_TRACES_SAMPLER=parentbased_traceidratio at BENCH_OVERHEAD_SAMPLE_RATIO (default 0.1);
  * `unsampled`: the same with parentbased_always_off (no trace recorded: what propagating the trace
- * context costs by itself); `metrics`: metrics only; `off`: CONCLAVE_INSTRUMENTATION=off.
+ * context costs by itself); `metrics`: metrics only; `off`: CONCLAVE_INSTRUMENTATION=off;
+ * `burn`: `off` plus BENCH_OVERHEAD_BURN_US (100) µs of busy CPU per proposal, a known cost, to
+ * see how much the A/B reports for it.
  */
-type Arm = 'on' | 'sampled' | 'unsampled' | 'metrics' | 'off';
+type Arm = 'on' | 'sampled' | 'unsampled' | 'metrics' | 'off' | 'burn';
 const ARMS = (process.env['BENCH_OVERHEAD_ARMS'] ?? 'on,off')
   .split(',')
-  .filter((a): a is Arm => ['on', 'sampled', 'unsampled', 'metrics', 'off'].includes(a));
+  .filter((a): a is Arm => ['on', 'sampled', 'unsampled', 'metrics', 'off', 'burn'].includes(a));
 const SAMPLE_RATIO = process.env['BENCH_OVERHEAD_SAMPLE_RATIO'] ?? '0.1';
 const traces = (arm: Arm) => arm === 'on' || arm === 'sampled' || arm === 'unsampled';
 
@@ -51,6 +53,11 @@ export interface OverheadRound {
   cpuUsPerProposal: number;
   /** Of which in the kernel (socket reads and writes, mostly). */
   systemUsPerProposal: number;
+  /**
+   * Of which on the main thread (Linux; NaN elsewhere): the rest is V8's and libuv's worker threads
+   * (concurrent compilation and garbage collection), which a CPU profile does not see.
+   */
+  mainThreadUsPerProposal: number;
 }
 
 export interface OverheadFigures {
@@ -79,7 +86,30 @@ const dropAll: tracing.SpanExporter = {
 
 const now = () => new Date().toISOString();
 
+/** CPU seconds of this process's main thread (its thread id is the process id), from /proc. */
+function threadCpu(): { main: number } {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of stat; 12 and 13 after the name.
+    return { main: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND };
+  } catch {
+    return { main: NaN };
+  }
+}
+const TICKS_PER_SECOND = 100;
+
+const BURN_US = int('BENCH_OVERHEAD_BURN_US', 100);
+let burning = false;
+
+/** Busy CPU for `us` µs (the `burn` arm). */
+function burn(us: number): void {
+  const end = performance.now() + us / 1000;
+  while (performance.now() < end);
+}
+
 async function oneProposal(h: ConclaveHarness, i: number): Promise<void> {
+  if (burning) burn(BURN_US);
   const p = await h.client.propose({ domain: 'bench.overhead', author: `author-${i}`, payload: { i }, quorum: 3, created_at: now() });
   await h.client.endorse(p.proposal_id, { participant_id: 'a', domain_authority: 0.9, confidence: 0.8, trust_score: 0.9 });
   await h.client.endorse(p.proposal_id, { participant_id: 'b', domain_authority: 0.7, confidence: 0.6, trust_score: 0.8 });
@@ -131,8 +161,9 @@ async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<Overhe
   const h = new ConclaveHarness({
     LOG_LEVEL: 'error',
     CONCLAVE_SWEEP_INTERVAL_MS: '600000',
-    CONCLAVE_INSTRUMENTATION: arm === 'off' ? 'off' : 'on',
+    CONCLAVE_INSTRUMENTATION: arm === 'off' || arm === 'burn' ? 'off' : 'on',
   });
+  burning = arm === 'burn';
   try {
     await h.start('intake', 'resolver', 'sweeper');
     const decisions = new DecisionCollector(h.client);
@@ -145,11 +176,13 @@ async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<Overhe
       await profiler.post('Profiler.enable');
       await profiler.post('Profiler.start');
     }
+    const threads0 = threadCpu();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     await drive(h, decisions, WARMUP, proposals);
     const seconds = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
+    const threads = threadCpu();
     if (profiler && PROFILE_DIR) {
       const { profile } = await profiler.post('Profiler.stop');
       mkdirSync(PROFILE_DIR, { recursive: true });
@@ -164,8 +197,10 @@ async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<Overhe
       rate: proposals / seconds,
       cpuUsPerProposal: (cpu.user + cpu.system) / proposals,
       systemUsPerProposal: cpu.system / proposals,
+      mainThreadUsPerProposal: ((threads.main - threads0.main) * 1e6) / proposals,
     };
   } finally {
+    burning = false;
     await h.stop();
     if (traces(arm)) await stopTracing();
   }
@@ -197,7 +232,7 @@ export async function runOverhead(): Promise<OverheadFigures> {
       const f = await round(arm, r);
       rounds.push(f);
       console.log(
-        `round ${r} ${arm.padEnd(7)}: ${fmt(f.rate, 0)} proposals/s, ${fmt(f.cpuUsPerProposal, 0)} µs CPU per proposal (${fmt(f.systemUsPerProposal, 0)} in the kernel)`,
+        `round ${r} ${arm.padEnd(7)}: ${fmt(f.rate, 0)} proposals/s, ${fmt(f.cpuUsPerProposal, 0)} µs CPU per proposal (${fmt(f.systemUsPerProposal, 0)} in the kernel, ${fmt(f.mainThreadUsPerProposal, 0)} on the main thread)`,
       );
     }
   }

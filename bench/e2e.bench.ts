@@ -34,6 +34,7 @@ const ARM_NAMES: Record<string, string> = {
   sampled: 'metrics + tracing sampled (parentbased_traceidratio, dropping exporter)',
   unsampled: 'metrics + tracing, nothing sampled (parentbased_always_off)',
   metrics: 'metrics only',
+  burn: 'a known cost (BENCH_OVERHEAD_BURN_US of busy CPU per proposal, instrumentation off)',
 };
 
 const skip = new Set((process.env['BENCH_SKIP'] ?? '').split(',').filter(Boolean));
