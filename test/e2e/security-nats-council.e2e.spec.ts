@@ -8,17 +8,11 @@ import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { CouncilClient, ed25519Signer, generateParticipantKeys, ParticipantKeyPair } from '@conclave/sdk';
 import { cleanBehaviour, ScriptedMember, scriptedGoalContract, scriptedPanel } from '@conclave/sdk/testing';
 import { eventually } from '../support/conclave-harness';
-import { AccountsDeployment, accountsTemplate, agentEntryFor } from '../support/accounts-nats';
+import { AccountsDeployment, accountsWithAgents } from '../support/accounts-nats';
 import { OperatorDeployment } from '../support/operator-nats';
 
 const TASKS = acpStreamNames().councilTasks;
 const encode = (x: unknown) => new TextEncoder().encode(typeof x === 'string' ? x : JSON.stringify(x));
-
-/** deploy/nats/nats-accounts.conf with its per-agent entry copied for each name, as its comment says. */
-function accountsWithAgents(names: string[]): string {
-  const { conf, agentEntry } = accountsTemplate();
-  return conf.replace(agentEntry, [agentEntry, ...names.map((n) => agentEntryFor(agentEntry, n))].join('\n'));
-}
 
 /** Alice proposes; bob proposes and chairs: two members, each its own NATS user. */
 function panelOfTwo(): MemberDescriptor[] {

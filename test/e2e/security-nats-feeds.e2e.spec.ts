@@ -7,19 +7,13 @@ import { acpStreamNames } from '@conclave/messaging';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ConclaveClient, ed25519Signer, FeedError, generateParticipantKeys, ParticipantKeyPair } from '@conclave/sdk';
 import { eventually } from '../support/conclave-harness';
-import { ACCOUNT_PASSWORDS, AccountsDeployment, accountsTemplate, agentEntryFor, CLIENTS_JS_API_PREFIX } from '../support/accounts-nats';
+import { ACCOUNT_PASSWORDS, AccountsDeployment, accountsWithAgents, CLIENTS_JS_API_PREFIX } from '../support/accounts-nats';
 import { runConclave } from '../support/cli';
 
 const EVENTS = 'CONCLAVE_EVENTS';
 const DECISIONS = acpStreamNames().decisions;
 const INJECTED = 'conclave.evt.proposal.injected';
 const encode = (x: unknown) => new TextEncoder().encode(JSON.stringify(x));
-
-/** deploy/nats/nats-accounts.conf with its per-agent entry copied for each name, as its comment says. */
-function accountsWithAgents(names: string[]): string {
-  const { conf, agentEntry } = accountsTemplate();
-  return conf.replace(agentEntry, [agentEntry, ...names.map((n) => agentEntryFor(agentEntry, n))].join('\n'));
-}
 
 const conclave = runConclave;
 

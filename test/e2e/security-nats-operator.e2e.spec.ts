@@ -7,20 +7,12 @@ import { acpStreamNames } from '@conclave/messaging';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ConclaveClient, ed25519Signer, generateParticipantKeys, ParticipantKeyPair, provisionFeed } from '@conclave/sdk';
 import { eventually } from '../support/conclave-harness';
-import { ACCOUNT_PASSWORDS, accountsTemplate, agentEntryFor, CLIENTS_JS_API_PREFIX } from '../support/accounts-nats';
+import { ACCOUNT_PASSWORDS, accountsWithAgents, CLIENTS_JS_API_PREFIX, LISTENER_ENTRY } from '../support/accounts-nats';
 import { OperatorDeployment } from '../support/operator-nats';
 
 const EVENTS = 'CONCLAVE_EVENTS';
 const { decisions: DECISIONS } = acpStreamNames();
 const encode = (x: unknown) => new TextEncoder().encode(JSON.stringify(x));
-
-/** deploy/nats/nats-accounts.conf with its agent entry copied per agent, and the test's listener beside them (see security-nats-replies). */
-function accountsWithAgents(names: string[]): string {
-  const { conf, agentEntry } = accountsTemplate();
-  const listener =
-    '{ user: listener, password: $CONCLAVE_LISTENER_PASSWORD, permissions: { publish: { deny: [">"] }, subscribe: { allow: [">"] } } }';
-  return conf.replace(agentEntry, [agentEntry, ...names.map((n) => agentEntryFor(agentEntry, n)), listener].join('\n'));
-}
 
 /**
  * deploy/nats/nats-accounts.conf in operator mode: the same two accounts, exports, imports and
@@ -30,7 +22,7 @@ function accountsWithAgents(names: string[]): string {
 describe('security: NATS operator mode (JWT accounts, one NKEY per user), from the accounts config', () => {
   const deployment = new OperatorDeployment(
     mkdtempSync(join(tmpdir(), 'conclave-operator-')),
-    accountsWithAgents(['alice', 'bob', 'mallory']),
+    accountsWithAgents(['alice', 'bob', 'mallory'], [LISTENER_ENTRY]),
     generateParticipantKeys(),
   );
   const keys = new Map<string, ParticipantKeyPair>();

@@ -7,24 +7,11 @@ import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import type { DecisionEvent } from '@conclave/acp-protocol';
 import { bindFeed, ConclaveClient, ed25519Signer, generateParticipantKeys, ParticipantKeyPair, provisionFeed } from '@conclave/sdk';
 import { eventually } from '../support/conclave-harness';
-import { AccountsDeployment, accountsTemplate, agentEntryFor, CLIENTS_JS_API_PREFIX } from '../support/accounts-nats';
+import { AccountsDeployment, accountsWithAgents, CLIENTS_JS_API_PREFIX, LISTENER_ENTRY } from '../support/accounts-nats';
 
 const EVENTS = 'CONCLAVE_EVENTS';
 const { decisions: DECISIONS, proposals: PROPOSALS, escalations: ESCALATIONS } = acpStreamNames();
 const encode = (x: unknown) => new TextEncoder().encode(JSON.stringify(x));
-
-/**
- * deploy/nats/nats-accounts.conf with its per-agent entry copied for each name, as its comment
- * says, and beside the agents (in their account) a listener of the test's own that may subscribe
- * to anything: with no interest on a reply subject the server serves no pull, so the listener
- * makes the attack its strongest (the answers are sent) and shows where they went.
- */
-function accountsWithAgents(names: string[]): string {
-  const { conf, agentEntry } = accountsTemplate();
-  const listener =
-    '{ user: listener, password: $CONCLAVE_LISTENER_PASSWORD, permissions: { publish: { deny: [">"] }, subscribe: { allow: [">"] } } }';
-  return conf.replace(agentEntry, [agentEntry, ...names.map((n) => agentEntryFor(agentEntry, n)), listener].join('\n'));
-}
 
 /**
  * The reply subject of a request is the requester's choice, and NATS checks no permission on it:
@@ -38,7 +25,7 @@ function accountsWithAgents(names: string[]): string {
 describe("security: NATS accounts, reply subjects aimed at the services' storage", () => {
   const deployment = new AccountsDeployment(
     mkdtempSync(join(tmpdir(), 'conclave-accounts-replies-')),
-    accountsWithAgents(['alice', 'bob', 'mallory']),
+    accountsWithAgents(['alice', 'bob', 'mallory'], [LISTENER_ENTRY]),
     generateParticipantKeys(),
   );
   const keys = new Map<string, ParticipantKeyPair>();

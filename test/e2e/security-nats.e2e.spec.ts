@@ -8,18 +8,9 @@ import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ConclaveClient, ed25519Signer, generateParticipantKeys } from '@conclave/sdk';
 import { eventually } from '../support/conclave-harness';
 import { freePort, PrivateNatsServer } from '../support/processes';
-import { ACCOUNT_PASSWORDS, AccountsDeployment, accountsTemplate, agentEntryFor } from '../support/accounts-nats';
+import { ACCOUNT_PASSWORDS, AccountsDeployment, accountsWithAgents } from '../support/accounts-nats';
 
 const PASSWORDS = ACCOUNT_PASSWORDS;
-
-/**
- * deploy/nats/nats-accounts.conf as a deployment would use it: its per-agent entry copied once
- * for alice and once for mallory, exactly as its comment says.
- */
-function accountsWithAgents(names: string[]): string {
-  const { conf, agentEntry } = accountsTemplate();
-  return conf.replace(agentEntry, [agentEntry, ...names.map((n) => agentEntryFor(agentEntry, n))].join('\n'));
-}
 
 /** The subjects the server refused this connection a subscription to. */
 function refusedSubscriptions(nc: NatsConnection): string[] {

@@ -74,6 +74,20 @@ export function agentEntryFor(entry: string, name: string): string {
     .replace('"_INBOX_agent.>"', `"_INBOX_${name}.>"`);
 }
 
+/**
+ * A user in the clients' account that may subscribe to anything and publish nothing: with no
+ * interest on a reply subject the server serves no pull, so a listener makes a reply-subject
+ * attack its strongest (the answers are sent) and shows where they went.
+ */
+export const LISTENER_ENTRY =
+  '{ user: listener, password: $CONCLAVE_LISTENER_PASSWORD, permissions: { publish: { deny: [">"] }, subscribe: { allow: [">"] } } }';
+
+/** deploy/nats/nats-accounts.conf with its per-agent entry copied for each name (as its comment says), and any other user entries beside them. */
+export function accountsWithAgents(names: string[], others: string[] = []): string {
+  const { conf, agentEntry } = accountsTemplate();
+  return conf.replace(agentEntry, [agentEntry, ...names.map((n) => agentEntryFor(agentEntry, n)), ...others].join('\n'));
+}
+
 function answers(port: number): Promise<boolean> {
   return new Promise((ok) => {
     const socket = createConnection({ host: '127.0.0.1', port }, () => (socket.destroy(), ok(true)));
