@@ -7,7 +7,7 @@ import {
   type Subscription,
 } from '@conclave/event-log';
 import { Readiness } from './readiness';
-import { Reactor, type ReactorDefinition } from './reactor';
+import { Reactor, type ReactorDefinition, type SnapshotPolicy } from './reactor';
 import { MemorySnapshots } from './snapshot-store';
 
 type E = LogEvent & { data: { n: number } };
@@ -66,18 +66,21 @@ describe('Reactor', () => {
     await Promise.all([b.stop(), c.stop()]);
   });
 
+  /** A summing reactor over `store`, with snapshots every 10 events. */
+  const overStore = (
+    log: InMemoryEventLog<E>,
+    definition: ReactorDefinition<E>,
+    store: SnapshotPolicy['store'],
+    timeouts: Partial<SnapshotPolicy>,
+  ) =>
+    new Reactor(log, definition, jest.fn(), 60_000, undefined, { store, name: 'svc-sum', everyEvents: 10, everyMs: 60_000, ...timeouts });
+
   it('given a snapshot store that never answers, when the reactor starts, then it rebuilds from the log instead of waiting', async () => {
     const log = new InMemoryEventLog<E>();
     await append(log, 1, 5);
     const hanging = { load: () => new Promise<never>(() => undefined), save: async () => undefined };
     const { state, definition } = summing();
-    const reactor = new Reactor(log, definition, jest.fn(), 60_000, undefined, {
-      store: hanging,
-      name: 'svc-sum',
-      everyEvents: 10,
-      everyMs: 60_000,
-      loadTimeoutMs: 50,
-    });
+    const reactor = overStore(log, definition, hanging, { loadTimeoutMs: 50 });
     await reactor.start();
     expect(reactor.resumedFrom).toBe('start');
     expect(state.seen).toEqual([1, 2, 3, 4, 5]);
@@ -85,19 +88,12 @@ describe('Reactor', () => {
   });
 
   it('given a snapshot store whose saves never answer, when events keep coming, then every event is handled, one save at a time is tried, and a stop does not wait for ever', async () => {
-    // Given: a store that accepts a save and never acknowledges it (as a clustered object store
-    // did while its stream leader was killed).
+    // Given: a store that accepts a save and never acknowledges it.
     const log = new InMemoryEventLog<E>();
     let saves = 0;
     const hanging = { load: async () => undefined, save: () => (saves++, new Promise<never>(() => undefined)) };
     const { state, definition } = summing();
-    const reactor = new Reactor(log, definition, jest.fn(), 60_000, undefined, {
-      store: hanging,
-      name: 'svc-sum',
-      everyEvents: 10,
-      everyMs: 60_000,
-      saveTimeoutMs: 200,
-    });
+    const reactor = overStore(log, definition, hanging, { saveTimeoutMs: 200 });
     await reactor.start();
 
     // When: 100 events come, ten snapshots' worth, while the first save hangs.

@@ -193,9 +193,9 @@ export class Reactor<E extends LogEvent> {
 
   /**
    * Takes (position, state) now, if anything was applied since the last save and no save is in
-   * flight, and saves it in the background. Applying events never waits for the snapshot store:
-   * a save that hung (seen on a clustered object store while a stream leader was killed) once
-   * stopped every reactor of a service. A save in flight defers the next one, so a slow store
+   * flight, and saves it in the background. Applying events never waits for the snapshot store,
+   * whose saves go through a stream that may be electing a leader: a save that did not answer
+   * would stop the reactor for good. A save in flight defers the next one, so a slow store
    * never piles snapshots up; one not acknowledged in time is abandoned. Whichever snapshot was
    * saved last is a valid place to resume from, so an abandoned one landing late does no harm.
    */
