@@ -31,6 +31,18 @@ export class CouncilMetrics {
 }
 
 const TRACER = 'conclave';
+/**
+ * The context of each open `council.task` span of this process, by task id: the member task
+ * transport puts it in the task message's headers, so the member's span continues it. Filled only
+ * while tracing is on; an entry goes when its span ends.
+ */
+const openTasks = new Map<string, Context>();
+
+/** The open `council.task` span's context of a task issued here (none: tracing off, or not issued by this process). */
+export function taskTraceContext(taskId: string): Context | undefined {
+  return openTasks.get(taskId);
+}
+
 type Started = Exclude<CouncilRunState, { status: 'empty' }>;
 
 /**
@@ -103,6 +115,7 @@ export class RunSpans {
       if (failure) span.setAttribute('conclave.council.failure_reason', failure.reason);
       span.end();
       this.tasks.delete(taskId);
+      openTasks.delete(taskId);
     }
     if (after.status === 'running') this.enter(after.stage, after.round);
     else this.end({ 'conclave.council.terminal_state': after.terminal.terminal_state, 'conclave.council.reason': after.terminal.reason });
@@ -111,7 +124,10 @@ export class RunSpans {
   /** The loop stopped without the run ending (shutdown, lease lost): what is open ends here. */
   end(attributes: Attributes = { 'conclave.council.handed_over': true }): void {
     this.ended = true;
-    for (const span of this.tasks.values()) span.end();
+    for (const [taskId, span] of this.tasks) {
+      span.end();
+      openTasks.delete(taskId);
+    }
     this.tasks.clear();
     this.stage?.span.end();
     this.stage = undefined;
@@ -170,6 +186,7 @@ export class RunSpans {
       parent,
     );
     this.tasks.set(taskId, span);
+    openTasks.set(taskId, trace.setSpan(parent, span));
   }
 }
 

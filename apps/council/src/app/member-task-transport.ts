@@ -10,10 +10,12 @@ import {
   isReplyInbox,
 } from '@conclave/messaging';
 import { AcpError } from '@conclave/acp-protocol';
-import { CommandContext, NATS_CONNECTION, SERVICE_CONFIG } from '@conclave/service-kit';
+import { CommandContext, NATS_CONNECTION, SERVICE_CONFIG, tracingOn } from '@conclave/service-kit';
 import type { CommandRequest } from '@conclave/service-kit';
-import { Msg, NatsConnection, Subscription } from 'nats';
+import { propagation } from '@opentelemetry/api';
+import { headers, Msg, MsgHdrs, NatsConnection, Subscription } from 'nats';
 import { CouncilConfig } from './council.config';
+import { taskTraceContext } from './council-metrics';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -51,10 +53,18 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
     await ensureCouncilTaskStream(await this.nc.jetstreamManager(), this.stream, this.config.councilPrefix, this.config.logReplicas);
   }
 
-  /** Queues a task for its member; `Nats-Msg-Id` = the task id, so a resend after a restart is not queued twice. */
+  /**
+   * Queues a task for its member; `Nats-Msg-Id` = the task id, so a resend after a restart is not
+   * queued twice. With tracing on, the message carries the trace context of the task's
+   * `council.task` span (`traceparent`, `tracestate`), so the member's span continues it.
+   */
   async publishTask(memberId: string, request: CouncilTaskRequest): Promise<void> {
+    // Read before the first await: the span may end (the task times out) while the queue is made.
+    const traced = taskHeaders(request.task_id);
     await this.memberQueue(memberId);
-    await publishJsonOnce(this.nc.jetstream(), this.subjects.task(memberId), request, request.task_id);
+    const subject = this.subjects.task(memberId);
+    if (!traced) await publishJsonOnce(this.nc.jetstream(), subject, request, request.task_id);
+    else await this.nc.jetstream().publish(subject, encoder.encode(JSON.stringify(request)), { msgID: request.task_id, headers: traced });
   }
 
   async publishCancel(memberId: string, notice: CancelNotice): Promise<void> {
@@ -119,4 +129,22 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
     // Only into an inbox: the reply subject is the sender's choice (see isReplyInbox).
     if (isReplyInbox(msg.reply) && !this.nc.isClosed()) msg.respond(encoder.encode(JSON.stringify(verdict)));
   }
+}
+
+/**
+ * The headers carrying the trace context of a task's open `council.task` span, through the
+ * configured propagators (W3C by default), as for every NATS message the services send; undefined
+ * with tracing off or no such span (a task resent after a restart was issued by another process).
+ */
+function taskHeaders(taskId: string): MsgHdrs | undefined {
+  if (!tracingOn()) return undefined;
+  const ctx = taskTraceContext(taskId);
+  if (!ctx) return undefined;
+  const carrier: Record<string, string> = {};
+  propagation.inject(ctx, carrier);
+  const keys = Object.keys(carrier);
+  if (keys.length === 0) return undefined;
+  const h = headers();
+  for (const k of keys) h.set(k, carrier[k]);
+  return h;
 }

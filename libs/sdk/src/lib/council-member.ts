@@ -21,9 +21,10 @@ import {
   MEMBER_TASK_ACK_WAIT_MS,
   memberTaskConsumerName,
 } from '@conclave/messaging';
+import { context as otelContext, ROOT_CONTEXT, trace, type Span } from '@opentelemetry/api';
 import { Consumer, ConsumerMessages, ErrorCode, headers, JsMsg, NatsConnection, NatsError } from 'nats';
 import { withJetStreamApiPrefix } from './feeds';
-import { withTraceHeaders } from './tracing';
+import { receiveSpan, withTraceHeaders } from './tracing';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -115,6 +116,12 @@ interface CachedAnswer {
  * the schemas; aborts the handler's `signal` at the deadline or on a cancel; and answers a task it
  * already answered (delivered again after a restart of the controller) from its cache, without
  * asking the handler again.
+ *
+ * Tracing: a task message with a `traceparent` header (the controller's `council.task` span, when
+ * the council service traces) gets a CONSUMER span `receive <task subject>` in that trace, around
+ * the handler (active while it runs, so the member's own spans join the run's trace) and the
+ * answer, whose request carries that span's `traceparent`. Recorded only where the application
+ * registered an OpenTelemetry SDK, as for the feeds' `receive` spans.
  */
 export class CouncilMember {
   readonly memberId: string;
@@ -258,7 +265,20 @@ export class CouncilMember {
     try {
       let run = this.pending.get(task.task_id);
       if (!run) {
-        run = this.serve(task).finally(() => this.pending.delete(task.task_id));
+        const received = receiveSpan(m.subject, m.headers);
+        if (received?.isRecording())
+          received.setAttributes({
+            'conclave.run_id': task.run_id,
+            'conclave.council.task_id': task.task_id,
+            'conclave.council.stage': task.stage,
+            'conclave.council.member_id': this.memberId,
+          });
+        run = (
+          received ? otelContext.with(trace.setSpan(ROOT_CONTEXT, received), () => this.serve(task, received)) : this.serve(task)
+        ).finally(() => {
+          received?.end();
+          this.pending.delete(task.task_id);
+        });
         this.pending.set(task.task_id, run);
       }
       const outcome = await run;
@@ -271,7 +291,7 @@ export class CouncilMember {
   }
 
   /** Answers one task: from the cache when it was answered before, else by the handler; then the verdict. */
-  private async serve(task: CouncilTask): Promise<'done' | 'later'> {
+  private async serve(task: CouncilTask, span?: Span): Promise<'done' | 'later'> {
     const cached = this.cache.get(task.task_id);
     if (cached?.settled) return 'done';
     const control = new AbortController();
@@ -294,7 +314,7 @@ export class CouncilMember {
           this.cache.set(task.task_id, { message, settled: false });
           this.trimCache();
         }
-        const verdict = await this.submit(message);
+        const verdict = await this.submit(message, span);
         if (!verdict) return 'later';
         this.options.onVerdict?.(current, verdict);
         if (verdict.ok || !verdict.retry || !message.ok || attempt >= this.retries || control.signal.aborted) {
@@ -352,16 +372,22 @@ export class CouncilMember {
     }
   }
 
-  /** Sends an answer and waits for the verdict; undefined when no controller took it (answer again later). */
-  private async submit(message: MemberAnswerMessage): Promise<MemberVerdict | undefined> {
+  /**
+   * Sends an answer and waits for the verdict; undefined when no controller took it (answer again
+   * later). Under the task's span, the answer carries its `traceparent` (not signed: it names a
+   * trace, it authorizes nothing).
+   */
+  private async submit(message: MemberAnswerMessage, span?: Span): Promise<MemberVerdict | undefined> {
     const nc = this.options.nc;
     if (nc.isClosed()) return undefined;
     const subject = this.subjects.answer(this.memberId);
     const bytes = encoder.encode(JSON.stringify(message));
     // Signed afresh at every attempt: a resend carries a new nonce, never a replayed one.
     const signed = this.options.signer ? await this.options.signer(subject, bytes) : undefined;
-    const h = signed ? headers() : undefined;
-    for (const [k, v] of Object.entries(signed ?? {})) h?.set(k, v);
+    const traced = span ? traceHeadersOf(span) : undefined;
+    const h = signed || traced ? headers() : undefined;
+    for (const [k, v] of Object.entries({ ...signed, ...traced })) h?.set(k, v);
+    if (!message.ok && span?.isRecording()) span.setAttribute('conclave.error_code', message.error.code);
     try {
       const reply = await nc.request(subject, bytes, { timeout: VERDICT_TIMEOUT_MS, headers: h });
       const verdict = JSON.parse(decoder.decode(reply.data)) as MemberVerdict;
@@ -384,6 +410,16 @@ export class CouncilMember {
     const max = this.options.cacheSize ?? 1_000;
     while (this.cache.size > max) this.cache.delete(this.cache.keys().next().value as string);
   }
+}
+
+/** The W3C trace context of a span, as headers; none for a span without valid ids. */
+function traceHeadersOf(span: Span): Record<string, string> | undefined {
+  const c = span.spanContext();
+  if (!trace.isSpanContextValid(c)) return undefined;
+  const out: Record<string, string> = { traceparent: `00-${c.traceId}-${c.spanId}-${(c.traceFlags & 0xff).toString(16).padStart(2, '0')}` };
+  const state = c.traceState?.serialize();
+  if (state) out['tracestate'] = state;
+  return out;
 }
 
 /** Settles with the promise, or rejects as soon as the signal aborts (the handler may ignore it). */
