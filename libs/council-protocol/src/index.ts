@@ -36,6 +36,7 @@ export * from './lib/run-record-schema';
 export * from './lib/evaluation/ballots';
 export * from './lib/evaluation/choice-models';
 export * from './lib/evaluation/aggregation';
+export * from './lib/evaluation/test-results';
 export * from './lib/evaluation/outcomes';
 export * from './lib/evaluation/capability';
 export * from './lib/evaluation/chair-selection';

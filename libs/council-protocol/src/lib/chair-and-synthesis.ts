@@ -161,6 +161,40 @@ export function withDegradedFacts(run: RunData, record: DecisionRecord): Decisio
   return { ...record, missing_perspectives: missingPerspectives(run), member_failures: memberFailureNotes(run) };
 }
 
+/**
+ * Candidate versions the checkpoints of the current frame eliminated by their executable tests
+ * (test-first elimination, 15.1, 15.2), with the latest reason. A version that failed once stays
+ * out: a test failure is not outvoted.
+ */
+export function eliminatedByTests(run: RunData): { candidate_id: string; reason: string }[] {
+  const out = new Map<string, string>();
+  for (const c of run.checkpoints)
+    if (c.generation === run.generation && c.aggregation?.method === 'test-first-elimination')
+      for (const e of c.aggregation.eliminated) out.set(e.candidate_id, e.reason);
+  return [...out.entries()].map(([candidate_id, reason]) => ({ candidate_id, reason }));
+}
+
+/**
+ * The chair may not select a candidate version its tests eliminated (ELIMINATED_BY_TESTS), and the
+ * record explains every elimination: the controller adds each one the chair did not reject itself
+ * to `rejected`, with the failures, the reviews that reported them and their evidence (15 MUST).
+ */
+export function checkTestEliminations(run: RunData, record: DecisionRecord): DecisionRecord {
+  const eliminated = eliminatedByTests(run);
+  const hit = eliminated.find((e) => e.candidate_id === record.selected_path);
+  if (hit)
+    throw new CouncilError(
+      'ELIMINATED_BY_TESTS',
+      `${blindCandidateRef(run, hit.candidate_id)} was eliminated by executable tests; select a candidate that passed, synthesise, or decide no-decision`,
+      'selected_path',
+    );
+  const rejected = [...record.rejected];
+  for (const e of eliminated)
+    if (!rejected.some((r) => r.artifact === e.candidate_id))
+      rejected.push({ artifact: e.candidate_id, reason: `eliminated by executable tests: ${e.reason}` });
+  return { ...record, rejected };
+}
+
 /** Chair and authorised fallbacks, in order, still standing and not yet asked. */
 export function nextChair(run: RunData): string | undefined {
   return run.chair_order.find(
@@ -215,8 +249,12 @@ function blindAggregation(run: RunData, aggregation: RunAggregationResult | unde
   const { detail: _detail, explanation, ...rest } = aggregation;
   const { dropped_reviews, ...why } = explanation;
   let text = JSON.stringify({ ...rest, explanation: { ...why, dropped_reviews: dropped_reviews.length } });
-  const ids = Object.keys(run.candidates).sort((a, b) => b.length - a.length);
-  for (const id of ids) text = text.split(id).join(blindCandidateRef(run, id));
+  // Review ids (named by an elimination's reason) name their reviewer: blind refs instead.
+  const refs: [string, string][] = [
+    ...Object.keys(run.candidates).map((id): [string, string] => [id, blindCandidateRef(run, id)]),
+    ...run.review_order.map((id): [string, string] => [id, blindReviewRef(run, id)]),
+  ].sort(([a], [b]) => b.length - a.length);
+  for (const [id, ref] of refs) text = text.split(id).join(ref);
   return JSON.parse(text) as Record<string, unknown>;
 }
 

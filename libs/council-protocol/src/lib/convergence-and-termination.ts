@@ -10,6 +10,7 @@ import { RunData } from './state';
 import { selectTargetedIssues } from './targeted-revision';
 import { instantMs } from './validation';
 import { RunAggregationResult, aggregateRun } from './evaluation/aggregation';
+import { executableTestResultsOf, reviewTestReportsOf } from './evaluation/test-results';
 
 /**
  * Spec section 17. Hard limits need no member's consent; quality signals may stop early;
@@ -37,6 +38,7 @@ export function runDeadlineMs(run: RunData): number {
  * are also aggregated by it (15.2) and the checkpoint's score is the cardinal score of the
  * candidate the aggregation selects: ranking methods compare candidates within one round only,
  * so plateau and regression keep a cardinal scale (the weighted rubric's when that is the method).
+ * Test-first elimination reads the executable test results the round's reviews carry.
  */
 export function computeCheckpoint(run: RunData): Checkpoint {
   const ids = currentCandidateIds(run);
@@ -56,7 +58,10 @@ export function computeCheckpoint(run: RunData): Checkpoint {
   const aggregation = run.policy.aggregation ? checkpointAggregation(run, ids, reviews, checkpoint_id) : undefined;
   if (aggregation?.detail.method === 'weighted-rubric')
     for (const r of aggregation.ranking) if (r.score !== null && r.candidate_id in scores) scores[r.candidate_id] = r.score;
-  const present = Object.values(scores).filter((v): v is number => v !== null);
+  // A candidate eliminated by its executable tests does not stand for the checkpoint: when all
+  // are, the checkpoint has no score, so no later round regresses to it (15.1, 17.3).
+  const out = new Set(aggregation?.eliminated.map((e) => e.candidate_id) ?? []);
+  const present = ids.filter((id) => !out.has(id)).flatMap((id) => (scores[id] === null ? [] : [scores[id] as number]));
   const leader = aggregation?.selected ?? null;
   const score =
     leader !== null && scores[leader] !== null && scores[leader] !== undefined
@@ -92,6 +97,7 @@ function checkpointAggregation(
       reviews,
       authors,
       seed: `${run.seed}:${checkpointId}`,
+      test_results: executableTestResultsOf(reviewTestReportsOf(reviews), authors),
       conflict_map: latestConflictMap(run) ?? null,
       decision_owner: run.goal_contract.decision_owner,
     },

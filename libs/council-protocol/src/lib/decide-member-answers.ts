@@ -1,4 +1,4 @@
-import { checkDecisionGrounding, checkDissentRetained, withDegradedFacts } from './chair-and-synthesis';
+import { checkDecisionGrounding, checkDissentRetained, checkTestEliminations, withDegradedFacts } from './chair-and-synthesis';
 import { parseCandidateArtifact } from './candidate-artifact';
 import { SubmitTaskResult } from './commands';
 import { parseConflictMap } from './conflict-map';
@@ -200,7 +200,7 @@ function acceptChairDecision(a: Answer): CouncilEvent[] {
   if (!run.chair_order.includes(member))
     throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the chair or its authorised fallback records a decision', 'member_id');
   const parsed = parseDecisionRecord(command.artifact);
-  const grounded = checkDecisionGrounding(run, parsed);
+  const grounded = checkTestEliminations(run, checkDecisionGrounding(run, parsed));
   checkDissentRetained(run, grounded);
   return [
     ev(

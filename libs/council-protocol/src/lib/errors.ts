@@ -24,6 +24,8 @@ export const COUNCIL_ERROR_CODES = [
   'STAMPED_FIELD_MISMATCH',
   'UNANSWERED_ISSUE',
   'DISSENT_DROPPED',
+  /** The chair selected a candidate version that failed its executable tests (test-first elimination). */
+  'ELIMINATED_BY_TESTS',
   'BELOW_QUORUM',
   /** The bridge: ACP refused an entry the council service posted (the ACP code is in the message). */
   'ACP_REFUSED',

@@ -106,6 +106,21 @@ const materialIssue = {
   },
 } as const;
 
+/** Executable tests the reviewer ran on the target candidate version (15.1), for test-first elimination. */
+const testResults = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['suite_ref', 'passed', 'failed', 'evidence_refs'],
+  properties: {
+    suite_ref: text,
+    passed: { type: 'integer', minimum: 0 },
+    failed: { type: 'integer', minimum: 0 },
+    evidence_refs: someTexts,
+  },
+  // A report counts at least one test.
+  anyOf: [{ properties: { passed: { minimum: 1 } } }, { properties: { failed: { minimum: 1 } } }],
+} as const;
+
 const reviewProperties = {
   // Stamped by the controller.
   review_id: text,
@@ -117,6 +132,7 @@ const reviewProperties = {
   material_issues: { type: 'array', items: materialIssue },
   blind_spot_candidate: text,
   ranking: texts,
+  test_results: testResults,
 } as const;
 
 export const REVIEW_SCHEMA = {

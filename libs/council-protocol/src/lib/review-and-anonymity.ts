@@ -1,6 +1,6 @@
 import { CandidateClaim } from './candidate-artifact';
 import { AnonymizationEntry } from './events';
-import { reviewIssueId } from './review-artifact';
+import { ReviewArtifact, reviewIssueId } from './review-artifact';
 import { authorOf, candidate } from './run-queries';
 import { seededShuffle } from './seeded-shuffle';
 import { RunData } from './state';
@@ -111,6 +111,8 @@ export interface BlindReview {
     revision_request: string;
     could_change?: string[];
   }[];
+  /** Executable tests the reviewer ran on the target (test-first elimination reads them). */
+  test_results?: ReviewArtifact['test_results'];
 }
 
 /** A review as the moderator and chair see it: no reviewer id, blind refs only. */
@@ -124,6 +126,7 @@ export function blindReview(run: RunData, reviewId: string): BlindReview {
       rubric_scores: r.rubric_scores,
       strengths: r.strengths,
       material_issues: r.material_issues.map((m, i) => ({ ...m, issue_ref: `${ref}#issue-${i + 1}` })),
+      ...(r.test_results ? { test_results: r.test_results } : {}),
     },
     run.panel.map((m) => m.member_id),
   );
@@ -233,7 +236,11 @@ export function runEvidenceRefs(run: RunData): Set<string> {
     c.evidence_refs.forEach((e) => refs.add(e));
     c.claims.forEach((cl) => (typeof cl === 'string' ? undefined : (cl.evidence_refs ?? []).forEach((e) => refs.add(e))));
   }
-  for (const id of run.review_order) run.reviews[id].review.material_issues.forEach((m) => m.evidence_refs.forEach((e) => refs.add(e)));
+  for (const id of run.review_order) {
+    const r = run.reviews[id].review;
+    r.material_issues.forEach((m) => m.evidence_refs.forEach((e) => refs.add(e)));
+    r.test_results?.evidence_refs.forEach((e) => refs.add(e));
+  }
   for (const f of run.frame_checks) if (f.frame_check.result === 'frame-challenge') f.frame_check.evidence_refs.forEach((e) => refs.add(e));
   return refs;
 }

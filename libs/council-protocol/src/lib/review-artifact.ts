@@ -1,4 +1,5 @@
 import { DECISION_IMPACT_TARGETS, DecisionImpactTarget, LEVELS_OF_THREE, Severity } from './contracts';
+import { ReviewTestResults, parseReviewTestResults } from './evaluation/test-results';
 import { arr, fail, isRecord, join, optStr, record, str, strings, oneOf } from './validation';
 
 /** A material issue (spec 8.3). `could_change` (extension) names what it could change (section 12). */
@@ -10,7 +11,11 @@ export interface MaterialIssue {
   could_change?: DecisionImpactTarget[];
 }
 
-/** ReviewArtifact (spec 8.3). Reviews target artifacts, never model identities. */
+/**
+ * ReviewArtifact (spec 8.3). Reviews target artifacts, never model identities. `test_results`
+ * (extension, 15.1): the executable tests the reviewer ran on the target candidate version, which
+ * test-first elimination reads.
+ */
 export interface ReviewArtifact {
   review_id: string;
   reviewer_member_id: string;
@@ -20,6 +25,7 @@ export interface ReviewArtifact {
   material_issues: MaterialIssue[];
   blind_spot_candidate?: string;
   ranking?: string[];
+  test_results?: ReviewTestResults;
 }
 
 /** Issue id as the spec writes it: `<review_id>#issue-<n>`, n from 1. */
@@ -74,6 +80,7 @@ export function parseReviewArtifact(input: unknown, path = ''): ReviewArtifact {
   const blind = optStr(o, 'blind_spot_candidate', path);
   if (blind !== undefined) review.blind_spot_candidate = blind;
   if (o['ranking'] !== undefined && o['ranking'] !== null) review.ranking = strings(o, 'ranking', path);
+  if (o['test_results'] !== undefined) review.test_results = parseReviewTestResults(o['test_results'], join(path, 'test_results'));
   return review;
 }
 

@@ -24,6 +24,14 @@ export interface ScriptedIssue {
   could_change: string[];
 }
 
+/** A review's `test_results`: the tests the reviewer ran on the candidate version it reviews. */
+export interface ScriptedTestResults {
+  suite_ref: string;
+  passed: number;
+  failed: number;
+  evidence_refs: string[];
+}
+
 export interface ScriptedBehaviour {
   /** Fixed delay before answering (ms), or one per task. */
   delayMs?: number | ((task: CouncilTask) => number);
@@ -39,6 +47,8 @@ export interface ScriptedBehaviour {
   score?: (candidateRef: string, round: number) => number;
   /** Material issues a reviewer raises (default none). */
   issues?: (candidateRef: string, round: number) => ScriptedIssue[];
+  /** Executable test results a reviewer reports on a candidate, for test-first elimination (default none). */
+  testResults?: (candidateRef: string, round: number) => ScriptedTestResults | undefined;
   /** A revision's new position, from the parent's version (default: parent + "rollback"). */
   revisedPosition?: (parentPosition: string, parentVersion: number) => string;
   /** Extra conflicts the moderator (or chair) adds to the ConflictMap. */
@@ -76,12 +86,16 @@ export function candidateFor(task: CouncilTask, memberId: string): Record<string
 
 export function reviewsFor(task: CouncilTask, reviewer: string, b: ScriptedBehaviour): Record<string, unknown>[] {
   const round = roundOfTask(task);
-  return (task.inputs['candidates'] as BlindCandidate[]).map((c) => ({
-    target_candidate_id: c.candidate_ref,
-    rubric_scores: { evidence: b.score ? b.score(c.candidate_ref, round) : 3, correctness: 3 },
-    strengths: ['clear plan'],
-    material_issues: b.issues ? b.issues(c.candidate_ref, round) : [],
-  }));
+  return (task.inputs['candidates'] as BlindCandidate[]).map((c) => {
+    const tests = b.testResults?.(c.candidate_ref, round);
+    return {
+      target_candidate_id: c.candidate_ref,
+      rubric_scores: { evidence: b.score ? b.score(c.candidate_ref, round) : 3, correctness: 3 },
+      strengths: ['clear plan'],
+      material_issues: b.issues ? b.issues(c.candidate_ref, round) : [],
+      ...(tests ? { test_results: tests } : {}),
+    };
+  });
 }
 
 export function conflictMapFor(task: CouncilTask, round: number, extra: Record<string, unknown>[] = []): Record<string, unknown> {

@@ -40,6 +40,8 @@ export interface ExecutableTestResult {
   passed: number;
   failed: number;
   evidence_refs: string[];
+  /** The reviews that reported it, when it came from a run (named in an elimination's reason). */
+  review_ids?: string[];
 }
 
 /** What an aggregation reads: current-run artifacts and the run's seed, nothing historical (16.1). */
@@ -410,6 +412,13 @@ function humanDecides(input: AggregationRequest): MethodOutput {
   };
 }
 
+/** Why a candidate is out: the failures and, from a run, the reviews and evidence that report them. */
+function eliminationReason(r: ExecutableTestResult): string {
+  const reason = `failed ${r.failed} executable test(s)`;
+  if (!r.review_ids?.length) return reason;
+  return `${reason} (passed ${r.passed}; reported by ${r.review_ids.join(', ')}; evidence ${r.evidence_refs.join(', ')})`;
+}
+
 function testFirst(
   input: AggregationRequest,
   then: RankingMethod,
@@ -420,7 +429,7 @@ function testFirst(
   for (const r of input.test_results ?? []) if (input.candidate_ids.includes(r.candidate_id)) results.set(r.candidate_id, r);
   const eliminated = input.candidate_ids
     .filter((id) => (results.get(id)?.failed ?? 0) > 0)
-    .map((id) => ({ candidate_id: id, reason: `failed ${(results.get(id) as ExecutableTestResult).failed} executable test(s)` }));
+    .map((id) => ({ candidate_id: id, reason: eliminationReason(results.get(id) as ExecutableTestResult) }));
   const out = new Set(eliminated.map((e) => e.candidate_id));
   const survivors = input.candidate_ids.filter((id) => !out.has(id));
   const untested = survivors.filter((id) => !results.has(id));

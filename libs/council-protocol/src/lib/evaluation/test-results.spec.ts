@@ -44,6 +44,7 @@ describe('executable test results from reviews, for test-first elimination (15.1
     [{ suite_ref: 's', passed: 1, failed: 0, evidence_refs: [] }, 'test_results.evidence_refs'],
     [{ passed: 1, failed: 0, evidence_refs: ['e'] }, 'test_results.suite_ref'],
     ['all green', 'test_results'],
+    [{ suite_ref: 's', passed: 1, failed: 0, evidence_refs: ['e'], flaky: 2 }, 'test_results.flaky'],
   ])('given %j, when parsed, then it is refused at %s', (input, field) => {
     expect(refusal(() => parseReviewTestResults(input, 'test_results')).field).toBe(field);
   });
@@ -54,8 +55,8 @@ describe('executable test results from reviews, for test-first elimination (15.1
       authors,
     );
     expect(results).toEqual([
-      { candidate_id: 'A', passed: 9, failed: 1, evidence_refs: ['ci-b-A', 'ci-c-A'] },
-      { candidate_id: 'B', passed: 2, failed: 0, evidence_refs: ['ci-a-B'] },
+      { candidate_id: 'A', passed: 9, failed: 1, evidence_refs: ['ci-b-A', 'ci-c-A'], review_ids: ['b-on-A', 'c-on-A'] },
+      { candidate_id: 'B', passed: 2, failed: 0, evidence_refs: ['ci-a-B'], review_ids: ['a-on-B'] },
     ]);
     // Handed to the aggregation, A is eliminated and C, untested, stays.
     const review = (reviewer: string, target: string, score: number) => ({
@@ -76,7 +77,9 @@ describe('executable test results from reviews, for test-first elimination (15.1
       },
       { method: 'test-first-elimination', then: { method: 'borda' } },
     );
-    expect(r.eliminated.map((e) => e.candidate_id)).toEqual(['A']);
+    expect(r.eliminated).toEqual([
+      { candidate_id: 'A', reason: 'failed 1 executable test(s) (passed 9; reported by b-on-A, c-on-A; evidence ci-b-A, ci-c-A)' },
+    ]);
     expect(r.detail.method === 'test-first-elimination' && r.detail.untested).toEqual(['C']);
   });
 
