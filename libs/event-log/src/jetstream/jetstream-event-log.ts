@@ -408,6 +408,11 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
         return;
       }
       const current = sub;
+      // The checks below answer later: by then a message may be in its handler, or handled. A
+      // subscription ended under a running handler would be resumed before that handler sets
+      // its reader's position, and the event applied twice.
+      const since = lastHandledAt;
+      const idleStill = (): boolean => !handling && lastHandledAt === since;
       if (!caughtUp.settled) {
         checking = true;
         current
@@ -416,11 +421,12 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
             (info) => {
               const delivered = deliveredBy === undefined || info.name === deliveredBy ? lastDelivery : 0;
               if (info.num_pending === 0 && info.delivered.consumer_seq === delivered) caughtUp.resolve();
-              else if (idleMs >= stallMs) stalled(`nothing handled for ${idleMs} ms before catch-up, ${info.num_pending} pending`);
+              else if (idleMs >= stallMs && idleStill())
+                stalled(`nothing handled for ${idleMs} ms before catch-up, ${info.num_pending} pending`);
             },
             // A consumer the server no longer knows delivers nothing more.
             (err: Error) => {
-              if (idleMs >= stallMs)
+              if (idleMs >= stallMs && idleStill())
                 stalled(`nothing handled for ${idleMs} ms before catch-up, consumer state unreadable (${err.message})`);
             },
           )
@@ -436,7 +442,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
         .then(
           (newest) => {
             if (newest <= seen) return void (behindAt = undefined);
-            if (behindAt !== seen) return void (behindAt = seen);
+            if (behindAt !== seen || !idleStill()) return void (behindAt = seen);
             stalled(`nothing handled for ${Date.now() - lastHandledAt} ms while the log is at ${newest} and this subscription at ${seen}`);
           },
           () => undefined, // the log unreachable: nothing to compare with; the next check asks again

@@ -147,6 +147,49 @@ describe('Reactor', () => {
     await reactor.stop();
   });
 
+  it('given a subscription that ends while an event is still being applied, when the reactor resumes, then it starts after that event and never applies it twice', async () => {
+    // Given: a reactor whose third event takes longer to apply than a resume waits, and a log
+    // that ends the subscription as that apply begins.
+    const log = new InMemoryEventLog<E>();
+    let failNext = true;
+    const flaky = new Proxy(log, {
+      get: (t, p) =>
+        p === 'subscribe'
+          ? (cats: never, from: never, handler: (e: StoredEvent<E>) => Promise<void>): Subscription => {
+              const dying = failNext;
+              failNext = false;
+              let reject!: (e: unknown) => void;
+              const closed = new Promise<void>((_, r) => (reject = r));
+              const sub: Subscription = t.subscribe(cats, from, async (e) => {
+                if (dying && e.event.data.n === 3) reject(new LogUnavailableError('subscribe', undefined, { cause: new Error('stalled') }));
+                await handler(e);
+              });
+              return { caughtUp: sub.caughtUp, closed: Promise.race([closed, sub.closed]), stop: () => sub.stop() };
+            }
+          : (t as never)[p],
+    }) as EventLog<E>;
+    const seen: number[] = [];
+    const definition: ReactorDefinition<E> = {
+      name: 'slow',
+      categories: ['count'],
+      apply: async (e) => {
+        if (e.event.data.n === 3) await new Promise((r) => setTimeout(r, 600));
+        seen.push(e.event.data.n);
+      },
+    };
+    const reactor = new Reactor(flaky, definition, jest.fn(), 60_000);
+    await reactor.start();
+
+    // When: five events come, the subscription ending under the third.
+    await append(log, 1, 5);
+    await until(() => seen.length >= 5, 5_000);
+    await new Promise((r) => setTimeout(r, 300));
+
+    // Then: each once, in order.
+    expect(seen).toEqual([1, 2, 3, 4, 5]);
+    await reactor.stop();
+  });
+
   it('given a first catch-up that times out (a loaded server), when the reactor starts, then it tries again and starts, instead of failing the start', async () => {
     const log = new InMemoryEventLog<E>();
     await append(log, 1, 5);

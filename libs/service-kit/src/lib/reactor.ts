@@ -98,6 +98,10 @@ export class Reactor<E extends LogEvent> {
   resumedFrom: StartFrom = 'start';
   private unsaved = 0;
   private firstUnsavedAt = 0;
+  /** Bumped by each subscription: events from an earlier one are not applied. */
+  private generation = 0;
+  /** The last event's application, settled or not (never rejects). */
+  private applying: Promise<void> = Promise.resolve();
   /** The save in flight, if any: at most one at a time. */
   private saving: Promise<void> | undefined;
 
@@ -219,22 +223,35 @@ export class Reactor<E extends LogEvent> {
       });
   }
 
+  /** Applies one event, then moves the position past it (and takes a snapshot when one is due). */
+  private async handle(e: StoredEvent<E>): Promise<void> {
+    // Lines logged while applying name the reactor, the proposal and the command behind the event.
+    // With tracing on, in the trace of the append that recorded the event: what the reactor does about it joins that trace.
+    const apply =
+      this.definition.inTrace && tracingOn()
+        ? () => inEventTrace(e.metadata, () => this.definition.apply(e))
+        : () => this.definition.apply(e);
+    await inLogContext({ reactor: this.definition.name, ...eventIds(e) }, apply);
+    this.position = e.position;
+    this.handled++;
+    if (this.snapshots && this.definition.snapshot) {
+      if (this.unsaved++ === 0) this.firstUnsavedAt = Date.now();
+      // Taken between two events, so the state is exactly the one at `position`.
+      if (this.unsaved >= this.snapshots.everyEvents || Date.now() - this.firstUnsavedAt >= this.snapshots.everyMs) this.saveSnapshot();
+    }
+  }
+
   private async follow(): Promise<void> {
-    const sub = this.log.subscribe(this.definition.categories, this.position, async (e) => {
-      // Lines logged while applying name the reactor, the proposal and the command behind the event.
-      // With tracing on, in the trace of the append that recorded the event: what the reactor does about it joins that trace.
-      const apply =
-        this.definition.inTrace && tracingOn()
-          ? () => inEventTrace(e.metadata, () => this.definition.apply(e))
-          : () => this.definition.apply(e);
-      await inLogContext({ reactor: this.definition.name, ...eventIds(e) }, apply);
-      this.position = e.position;
-      this.handled++;
-      if (this.snapshots && this.definition.snapshot) {
-        if (this.unsaved++ === 0) this.firstUnsavedAt = Date.now();
-        // Taken between two events, so the state is exactly the one at `position`.
-        if (this.unsaved >= this.snapshots.everyEvents || Date.now() - this.firstUnsavedAt >= this.snapshots.everyMs) this.saveSnapshot();
-      }
+    // An ended subscription's handler may still be running: the next one starts after it, from
+    // the position it leaves, or its event would be applied twice. What an ended subscription
+    // delivers after that is not applied: the new one delivers it.
+    const generation = ++this.generation;
+    await this.applying;
+    const sub = this.log.subscribe(this.definition.categories, this.position, (e) => {
+      if (generation !== this.generation) return Promise.resolve();
+      const applied = this.handle(e);
+      this.applying = applied.catch(() => undefined);
+      return applied;
     });
     this.subscription = sub;
     // Until caught up, a failure is the caller's (start, or the resume loop); after, it is ours.
@@ -264,6 +281,8 @@ export class Reactor<E extends LogEvent> {
 
   private resume(err: unknown): void {
     this.following = false;
+    // An ended subscription is stopped all the same, in case its log still delivers on it.
+    void this.subscription?.stop().catch(() => undefined);
     this.subscription = undefined;
     if (this.stopping) return;
     if (!(err instanceof LogUnavailableError)) {
