@@ -75,6 +75,54 @@ describe('Reactor', () => {
   ) =>
     new Reactor(log, definition, jest.fn(), 60_000, undefined, { store, name: 'svc-sum', everyEvents: 10, everyMs: 60_000, ...timeouts });
 
+  it('given an event being applied when a start has caught up, when the start takes its snapshot, then the snapshot pairs state and position exactly, and a replica restoring it ends where a rebuild does', async () => {
+    // Given: a reactor whose apply changes its state, then waits (as an apply that awaits does);
+    // the sixth event is appended as the start catches up, and held in its apply.
+    const log = new InMemoryEventLog<E>();
+    const snapshots = new MemorySnapshots();
+    const policy = { store: snapshots, name: 'svc-sum', everyEvents: 1_000, everyMs: 60_000 };
+    await append(log, 1, 5);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let sixthBegun = false;
+    const state = { sum: 0 };
+    const definition: ReactorDefinition<E> = {
+      name: 'sum',
+      categories: ['count'],
+      apply: async (e) => {
+        state.sum += e.event.data.n;
+        if (e.event.data.n === 6) {
+          sixthBegun = true;
+          await gate;
+        }
+      },
+      caughtUp: async () => {
+        await append(log, 6, 6);
+        await until(() => sixthBegun);
+      },
+      snapshot: { schema: 1, take: () => ({ sum: state.sum }), restore: (s) => void (state.sum = (s as { sum: number }).sum) },
+    };
+    const reactor = new Reactor(log, definition, jest.fn(), 60_000, undefined, policy);
+
+    // When: the start ends (and snapshots) while the sixth event is still in its apply.
+    await reactor.start();
+    release();
+    await until(() => reactor.handled === 6);
+    await append(log, 7, 8);
+
+    // Then: a replica restoring the snapshot of that start ends with the same sum as a full rebuild.
+    const replica = summing();
+    const b = new Reactor(log, replica.definition, jest.fn(), 60_000, undefined, policy);
+    await b.start();
+    const rebuilt = summing();
+    const c = new Reactor(log, rebuilt.definition, jest.fn(), 60_000);
+    await c.start();
+    expect(b.resumedFrom).not.toBe('start');
+    expect(replica.state.sum).toBe(36);
+    expect(rebuilt.state.sum).toBe(36);
+    await Promise.all([reactor.stop(), b.stop(), c.stop()]);
+  });
+
   it('given a snapshot store that never answers, when the reactor starts, then it rebuilds from the log instead of waiting', async () => {
     const log = new InMemoryEventLog<E>();
     await append(log, 1, 5);

@@ -100,6 +100,10 @@ export class Reactor<E extends LogEvent> {
   private firstUnsavedAt = 0;
   /** Bumped by each subscription: events from an earlier one are not applied. */
   private generation = 0;
+  /** True while an event is applied and the position not yet moved past it. */
+  private applyingNow = false;
+  /** A snapshot asked for meanwhile: taken once the position has moved. */
+  private snapshotDeferred = false;
   /** The last event's application, settled or not (never rejects). */
   private applying: Promise<void> = Promise.resolve();
   /** The save in flight, if any: at most one at a time. */
@@ -205,6 +209,7 @@ export class Reactor<E extends LogEvent> {
    */
   private saveSnapshot(): void {
     const snap = this.definition.snapshot;
+    if (this.applyingNow) return void (this.snapshotDeferred = true);
     if (!snap || !this.snapshots || this.position === 'start' || this.unsaved === 0 || this.saving) return;
     const position = this.position;
     const encoded = encodeSnapshot({ position, schema: snap.schema, state: snap.take() });
@@ -231,9 +236,21 @@ export class Reactor<E extends LogEvent> {
       this.definition.inTrace && tracingOn()
         ? () => inEventTrace(e.metadata, () => this.definition.apply(e))
         : () => this.definition.apply(e);
-    await inLogContext({ reactor: this.definition.name, ...eventIds(e) }, apply);
-    this.position = e.position;
+    // Between the apply and the position's move, the state is ahead of the position: no snapshot
+    // may be taken then (one taken at start or stop would otherwise pair them wrongly, and every
+    // replica restoring it would apply that event twice).
+    this.applyingNow = true;
+    try {
+      await inLogContext({ reactor: this.definition.name, ...eventIds(e) }, apply);
+      this.position = e.position;
+    } finally {
+      this.applyingNow = false;
+    }
     this.handled++;
+    if (this.snapshotDeferred) {
+      this.snapshotDeferred = false;
+      this.saveSnapshot();
+    }
     if (this.snapshots && this.definition.snapshot) {
       if (this.unsaved++ === 0) this.firstUnsavedAt = Date.now();
       // Taken between two events, so the state is exactly the one at `position`.
