@@ -1,9 +1,9 @@
 import { SpanKind, trace } from '@opentelemetry/api';
 import { tracing } from '@opentelemetry/sdk-node';
 import { cleanBehaviour, scriptedGoalContract, scriptedPanel } from '@conclave/sdk/testing';
-import { startTracing, stopTracing, tracingOn } from '@conclave/service-kit';
+import { tracingOn } from '@conclave/service-kit';
 import type { NatsConnection, Subscription } from 'nats';
-import { CouncilHarness } from '../support/council-harness';
+import { CouncilHarness, tracedCouncil } from '../support/council-harness';
 import { eventually } from '../support/conclave-harness';
 
 type Finished = tracing.ReadableSpan;
@@ -45,17 +45,7 @@ async function watch(nc: NatsConnection, subject: string): Promise<{ seen: Seen[
  * that span's child, runs the handler inside it, and its answer carries that span's `traceparent`.
  */
 describe('tracing: a council member continues the trace of the task it answers', () => {
-  const exporter = new tracing.InMemorySpanExporter();
-  const c = new CouncilHarness();
-
-  beforeAll(async () => {
-    startTracing('council', { spanProcessors: [new tracing.SimpleSpanProcessor(exporter)] });
-    await c.start();
-  });
-  afterAll(async () => {
-    await c.stop();
-    await stopTracing();
-  });
+  const { exporter, c } = tracedCouncil();
 
   it("given a traced run, then each member's span is the child of its task's council.task span, and the answer carries the member's span", async () => {
     const tasksOnWire = await watch(c.h.nc, `${c.prefix}.v1.tasks.>`);

@@ -1,12 +1,12 @@
 import { SpanKind, trace } from '@opentelemetry/api';
 import { tracing } from '@opentelemetry/sdk-node';
 import { cleanBehaviour, scriptedGoalContract, scriptedPanel } from '@conclave/sdk/testing';
-import { EVENT_LOG, startTracing, stopTracing } from '@conclave/service-kit';
+import { EVENT_LOG } from '@conclave/service-kit';
 import type { EventLog } from '@conclave/event-log';
 import { CouncilEvent, foldRun, stableJson } from '@conclave/council-protocol';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the service's repository, read in-process as council-replicas.e2e does
 import { RunRepository } from '../../apps/council/src/app/run-repository';
-import { CouncilHarness } from '../support/council-harness';
+import { CouncilHarness, tracedCouncil } from '../support/council-harness';
 import { eventually } from '../support/conclave-harness';
 
 type Finished = tracing.ReadableSpan;
@@ -19,17 +19,7 @@ type Finished = tracing.ReadableSpan;
  * and member are attributes.
  */
 describe('tracing: one trace shows a council run, its stages and its member tasks', () => {
-  const exporter = new tracing.InMemorySpanExporter();
-  const c = new CouncilHarness();
-
-  beforeAll(async () => {
-    startTracing('council', { spanProcessors: [new tracing.SimpleSpanProcessor(exporter)] });
-    await c.start();
-  });
-  afterAll(async () => {
-    await c.stop();
-    await stopTracing();
-  });
+  const { exporter, c } = tracedCouncil();
 
   it('given a clean two-round run started inside an agent span, then the run, stage and task spans form one tree in that trace', async () => {
     const proposers = ['tr-builder', 'tr-skeptic', 'tr-operator'];
@@ -116,17 +106,7 @@ describe('tracing: one trace shows a council run, its stages and its member task
  * log and its spans continue the trace the run's first events were recorded in.
  */
 describe('tracing: a run resumed after a restart stays in its trace', () => {
-  const exporter = new tracing.InMemorySpanExporter();
-  const c = new CouncilHarness();
-
-  beforeAll(async () => {
-    startTracing('council', { spanProcessors: [new tracing.SimpleSpanProcessor(exporter)] });
-    await c.start();
-  });
-  afterAll(async () => {
-    await c.stop();
-    await stopTracing();
-  });
+  const { exporter, c } = tracedCouncil();
 
   it("given a run killed during review, when a new controller resumes it, then both controllers' run spans are in the trace of the start request", async () => {
     const proposers = ['rt-builder', 'rt-skeptic', 'rt-operator'];

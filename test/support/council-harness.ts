@@ -1,4 +1,6 @@
+import { tracing } from '@opentelemetry/sdk-node';
 import { acpStreamNames } from '@conclave/messaging';
+import { startTracing, stopTracing } from '@conclave/service-kit';
 import { CouncilClient, CouncilDecisionMessage } from '@conclave/sdk';
 import { ScriptedBehaviour, ScriptedMember } from '@conclave/sdk/testing';
 import type { ConsumerMessages } from 'nats';
@@ -93,4 +95,22 @@ export class CouncilDecisionCollector {
   async close(): Promise<void> {
     await this.messages.close().catch(() => undefined);
   }
+}
+
+/**
+ * A council service traced into an in-memory exporter for the enclosing `describe`: tracing starts
+ * before the harness and stops after it.
+ */
+export function tracedCouncil(): { exporter: tracing.InMemorySpanExporter; c: CouncilHarness } {
+  const exporter = new tracing.InMemorySpanExporter();
+  const c = new CouncilHarness();
+  beforeAll(async () => {
+    startTracing('council', { spanProcessors: [new tracing.SimpleSpanProcessor(exporter)] });
+    await c.start();
+  });
+  afterAll(async () => {
+    await c.stop();
+    await stopTracing();
+  });
+  return { exporter, c };
 }
