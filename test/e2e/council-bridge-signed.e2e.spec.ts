@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { INestApplication } from '@nestjs/common';
 import { acpStreamNames } from '@conclave/messaging';
-import { AUDIT_PATTERNS, AuditEntry, REGISTRY_PATTERNS } from '@conclave/registry-protocol';
+import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ConclaveClient, CouncilClient, ed25519Signer, generateParticipantKeys } from '@conclave/sdk';
 import { ScriptedBehaviour, ScriptedMember, scriptedGoalContract, scriptedPanel, valueConflictBehaviour } from '@conclave/sdk/testing';
 import { headers as natsHeaders } from 'nats';
@@ -127,22 +127,6 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     return proposals.filter((p) => (p.payload as { council?: { run_id?: string } }).council?.run_id === runId);
   }
 
-  /** The audit chain's entries matching `filter`, as an administrator queries them. */
-  async function auditEntries(filter: Record<string, unknown>): Promise<AuditEntry[]> {
-    const all: AuditEntry[] = [];
-    let after: number | null = 0;
-    while (after !== null) {
-      const page: { entries: AuditEntry[]; next_after_seq: number | null } = await h.admin.call(AUDIT_PATTERNS.query, {
-        ...filter,
-        after_seq: after,
-        limit: 1000,
-      });
-      all.push(...page.entries);
-      after = page.next_after_seq;
-    }
-    return all;
-  }
-
   async function valueChoiceOf(runId: string) {
     return (await owners.alice().get(runId)).value_choice;
   }
@@ -235,7 +219,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     // The refused choice is on the audit chain, once, in bob's name, authenticated (ACP verified him).
     const refused = await eventually(
       async () => {
-        const found = await auditEntries({ actor: 'bob', action: 'rejected:council.acp.value-choice' });
+        const found = await h.auditEntries({ actor: 'bob', action: 'rejected:council.acp.value-choice' });
         return found.length > 0 ? found : undefined;
       },
       15_000,
@@ -249,7 +233,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
       error: { code: 'NOT_AUTHORIZED_ROLE', field: 'chosen_by' },
     });
     // Alice's accepted choice of run B is no refusal.
-    expect(await auditEntries({ actor: 'alice', action: 'rejected:council.acp.value-choice' })).toEqual([]);
+    expect(await h.auditEntries({ actor: 'alice', action: 'rejected:council.acp.value-choice' })).toEqual([]);
   });
 
   it('a signed ACP proposal asking for deliberation starts the owner’s run, whose decision goes back caused by it; another’s request starts nothing', async () => {
@@ -296,7 +280,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     // Mallory's request is on the audit chain as a refusal, once, in her name; alice's is not.
     const refused = await eventually(
       async () => {
-        const found = await auditEntries({ proposal_id: forgedAsk.proposal_id, action: 'rejected:council.acp.start-run' });
+        const found = await h.auditEntries({ proposal_id: forgedAsk.proposal_id, action: 'rejected:council.acp.start-run' });
         return found.length > 0 ? found : undefined;
       },
       15_000,
@@ -309,7 +293,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
       authenticated: true,
       error: { code: 'NOT_AUTHORIZED_ROLE' },
     });
-    expect(await auditEntries({ proposal_id: ask.proposal_id, action: 'rejected:council.acp.start-run' })).toEqual([]);
+    expect(await h.auditEntries({ proposal_id: ask.proposal_id, action: 'rejected:council.acp.start-run' })).toEqual([]);
   });
 
   it('a council service given bridge domains registers its own participant at start, once, and posts as it; a registered one is never changed', async () => {

@@ -1,4 +1,4 @@
-import { AUDIT_PATTERNS, AUTH_HEADERS, AuditEntry, REGISTRY_PATTERNS } from '@conclave/registry-protocol';
+import { AUDIT_PATTERNS, AUTH_HEADERS, REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ConclaveClient, ConclaveError, jwtSigner } from '@conclave/sdk';
 import { loadConfig } from '@conclave/service-kit';
 import { ulid } from 'ulid';
@@ -104,21 +104,6 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
     return JSON.parse(new TextDecoder().decode(m.data));
   }
 
-  async function auditEntries(filter: Record<string, unknown>): Promise<AuditEntry[]> {
-    const all: AuditEntry[] = [];
-    let after: number | null = 0;
-    while (after !== null) {
-      const page: { entries: AuditEntry[]; next_after_seq: number | null } = await h.admin.call(AUDIT_PATTERNS.query, {
-        ...filter,
-        after_seq: after,
-        limit: 1000,
-      });
-      all.push(...page.entries);
-      after = page.next_after_seq;
-    }
-    return all;
-  }
-
   const refusal = (p: Promise<unknown>) =>
     p.then(
       () => undefined,
@@ -152,7 +137,7 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
       expect(JSON.stringify(r.body)).not.toContain('acme');
       await eventually(
         async () =>
-          (await auditEntries({ actor: 'riskpub', action: 'rejected:escalation.get' })).find((e) => e.error?.field === 'classification'),
+          (await h.auditEntries({ actor: 'riskpub', action: 'rejected:escalation.get' })).find((e) => e.error?.field === 'classification'),
         10_000,
         'withheld audited',
       );
@@ -209,7 +194,7 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
       const r = await http('POST', `/escalations/${secretId}/resolve`, CAROL_TOKEN, { outcome: 'approved', note: 'not my domain' });
       expect(r).toMatchObject({ status: 403, body: { error: { code: 'FORBIDDEN', field: 'domain' } } });
       const entry = await eventually(
-        async () => (await auditEntries({ actor: 'carol', action: 'rejected:resolve' }))[0],
+        async () => (await h.auditEntries({ actor: 'carol', action: 'rejected:resolve' }))[0],
         10_000,
         'refused resolution audited',
       );
@@ -229,7 +214,7 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
       const mallory = await h.clientFor('mallory');
       expect(await refusal(mallory.call(AUDIT_PATTERNS.query, {}))).toMatchObject({ code: 'FORBIDDEN' });
       await eventually(
-        async () => (await auditEntries({ actor: 'mallory', action: 'rejected:audit.query' }))[0],
+        async () => (await h.auditEntries({ actor: 'mallory', action: 'rejected:audit.query' }))[0],
         10_000,
         'refused audit query audited',
       );
@@ -247,19 +232,19 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
         10_000,
         'the index',
       );
-      const before = (await auditEntries({ actor: 'mallory', action: 'rejected:list' })).length;
+      const before = (await h.auditEntries({ actor: 'mallory', action: 'rejected:list' })).length;
       const page = await mallory.list({ limit: 500 });
       expect(page.proposals.filter((p) => p.domain.startsWith('risk'))).toEqual([]);
       const after = await eventually(
         async () => {
-          const entries = await auditEntries({ actor: 'mallory', action: 'rejected:list' });
+          const entries = await h.auditEntries({ actor: 'mallory', action: 'rejected:list' });
           return entries.length > before ? entries : undefined;
         },
         10_000,
         'the list denial',
       );
       await new Promise((r) => setTimeout(r, 500));
-      expect((await auditEntries({ actor: 'mallory', action: 'rejected:list' })).length).toBe(before + 1);
+      expect((await h.auditEntries({ actor: 'mallory', action: 'rejected:list' })).length).toBe(before + 1);
       expect(after[after.length - 1].error?.message).toMatch(/left out: no grant on risk/);
     });
   });
@@ -297,7 +282,7 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
       await refusal(forger.get(plainRiskId));
       const forged = await eventually(
         async () =>
-          (await auditEntries({ actor: 'alice', action: 'rejected:get' })).find(
+          (await h.auditEntries({ actor: 'alice', action: 'rejected:get' })).find(
             (e) => e.proposal_id === plainRiskId && e.error?.code === 'UNAUTHENTICATED',
           ),
         10_000,
@@ -312,7 +297,7 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
       });
       expect(await refusal(viaJwt.get(plainRiskId))).toMatchObject({ code: 'FORBIDDEN' });
       const jwtEntry = await eventually(
-        async () => (await auditEntries({ actor: 'mallory', action: 'rejected:get' })).find((e) => e.proposal_id === plainRiskId),
+        async () => (await h.auditEntries({ actor: 'mallory', action: 'rejected:get' })).find((e) => e.proposal_id === plainRiskId),
         10_000,
         'jwt refusal audited',
       );
@@ -349,7 +334,7 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
       for (let i = 0; i < 20; i++)
         expect(await unsigned('v1.get', { proposal_id: huge })).toMatchObject({ ok: false, error: { code: 'UNAUTHENTICATED' } });
       await new Promise((r) => setTimeout(r, 1000));
-      const entries = await auditEntries({});
+      const entries = await h.auditEntries({});
       expect(entries.length).toBeGreaterThan(20);
       expect(entries.every((e) => (e.proposal_id?.length ?? 0) <= 128)).toBe(true);
     }, 60_000);

@@ -1,5 +1,4 @@
 import { headers } from 'nats';
-import { AUDIT_PATTERNS, AuditEntry } from '@conclave/registry-protocol';
 import { ConclaveClient, ConclaveError } from '@conclave/sdk';
 import { eventually, SecureConclaveHarness } from '../support/conclave-harness';
 
@@ -37,21 +36,6 @@ describe('security: rate limits per participant and per source', () => {
     CONCLAVE_HUMAN_TOKENS: JSON.stringify({ [CAROL_TOKEN]: 'carol' }),
   });
   let base = '';
-
-  async function auditEntries(filter: Record<string, unknown>): Promise<AuditEntry[]> {
-    const all: AuditEntry[] = [];
-    let after: number | null = 0;
-    while (after !== null) {
-      const page: { entries: AuditEntry[]; next_after_seq: number | null } = await h.admin.call(AUDIT_PATTERNS.query, {
-        ...filter,
-        after_seq: after,
-        limit: 1000,
-      });
-      all.push(...page.entries);
-      after = page.next_after_seq;
-    }
-    return all;
-  }
 
   beforeAll(async () => {
     await h.start('intake', 'audit', 'escalation');
@@ -95,7 +79,7 @@ describe('security: rate limits per participant and per source', () => {
     const refused = await eventually(
       async () => {
         // The administrator polling is itself under the limit: a refused poll is simply tried again.
-        const entries = await auditEntries({ actor: 'mallory', outcome: 'rejected' }).catch((err: ConclaveError) => {
+        const entries = await h.auditEntries({ actor: 'mallory', outcome: 'rejected' }).catch((err: ConclaveError) => {
           if (err.code === 'RATE_LIMITED') return [];
           throw err;
         });

@@ -16,7 +16,7 @@ import { CouncilConfig } from '../../apps/council/src/app/council.config';
 import { AuditConfig } from '../../apps/audit/src/app/audit.config';
 import { startAudit } from '../../apps/audit/src/app/audit.app';
 import { ed25519Signer, generateParticipantKeys, ParticipantKeyPair } from '@conclave/sdk';
-import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
+import { AUDIT_PATTERNS, AuditEntry, REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { startCouncil } from '../../apps/council/src/app/council.app';
 import { runEnv } from './run-env';
 
@@ -160,6 +160,22 @@ export class SecureConclaveHarness extends ConclaveHarness {
       });
       for (const g of p.grants ?? []) await this.admin.call(REGISTRY_PATTERNS.grant, { participant_id: p.participant_id, ...g });
     }
+  }
+
+  /** The audit chain's entries matching `filter`, every page, as the administrator queries them. */
+  async auditEntries(filter: Record<string, unknown>): Promise<AuditEntry[]> {
+    const all: AuditEntry[] = [];
+    let after: number | null = 0;
+    while (after !== null) {
+      const page: { entries: AuditEntry[]; next_after_seq: number | null } = await this.admin.call(AUDIT_PATTERNS.query, {
+        ...filter,
+        after_seq: after,
+        limit: 1000,
+      });
+      all.push(...page.entries);
+      after = page.next_after_seq;
+    }
+    return all;
   }
 
   /** A client that signs as `participantId` (with its seeded key unless another is given). */
