@@ -42,6 +42,40 @@ async function append(log: InMemoryEventLog<E>, from: number, to: number) {
   for (let i = from; i <= to; i++) await log.append(`count-${i}`, [ev(i)], 'no_stream');
 }
 
+/**
+ * `log` whose first subscription ends with an outage at the event numbered `at`: after that
+ * event's handler (`'after'`: a server gone, the subscription stopped), or as it begins
+ * (`'during'`: a stall noticed while the event is still being applied, the subscription left
+ * delivering). `seen.resumedCaughtUp` turns true once a later subscription has caught up.
+ */
+function losingFirstSubscription(log: InMemoryEventLog<E>, at: number, when: 'after' | 'during') {
+  const seen = { resumedCaughtUp: false };
+  let first = true;
+  const proxy = new Proxy(log, {
+    get: (t, p) =>
+      p === 'subscribe'
+        ? (cats: never, from: never, handler: (e: StoredEvent<E>) => Promise<void>): Subscription => {
+            const dying = first;
+            first = false;
+            let reject!: (e: unknown) => void;
+            const closed = new Promise<void>((_, r) => (reject = r));
+            const lose = () => reject(new LogUnavailableError('subscribe', undefined, { cause: new Error('server gone') }));
+            const sub: Subscription = t.subscribe(cats, from, async (e) => {
+              if (dying && when === 'during' && e.event.data.n === at) lose();
+              await handler(e);
+              if (dying && when === 'after' && e.event.data.n === at) {
+                void sub.stop();
+                lose();
+              }
+            });
+            if (!dying) void sub.caughtUp.then(() => (seen.resumedCaughtUp = true));
+            return { caughtUp: sub.caughtUp, closed: Promise.race([closed, sub.closed]), stop: () => sub.stop() };
+          }
+        : (t as never)[p],
+  }) as EventLog<E>;
+  return { log: proxy, seen };
+}
+
 describe('Reactor', () => {
   it('given a saved snapshot, when a new instance starts, then it restores it and handles only the events after it, ending in the same state as a full rebuild', async () => {
     const log = new InMemoryEventLog<E>();
@@ -157,28 +191,8 @@ describe('Reactor', () => {
 
   it('given a subscription lost to a log outage, then the reactor is not ready until it resumes after the last event handled, and handles every event exactly once', async () => {
     const log = new InMemoryEventLog<E>();
-    let failNext = true;
     // The first live subscription dies with an outage after the third event.
-    const flaky = new Proxy(log, {
-      get: (t, p) =>
-        p === 'subscribe'
-          ? (cats: never, from: never, handler: (e: StoredEvent<E>) => Promise<void>): Subscription => {
-              let count = 0;
-              const dying = failNext;
-              failNext = false;
-              let reject!: (e: unknown) => void;
-              const closed = new Promise<void>((_, r) => (reject = r));
-              const sub: Subscription = t.subscribe(cats, from, async (e) => {
-                await handler(e);
-                if (dying && ++count === 3) {
-                  void sub.stop();
-                  reject(new LogUnavailableError('subscribe', undefined, { cause: new Error('server gone') }));
-                }
-              });
-              return { caughtUp: sub.caughtUp, closed: Promise.race([closed, sub.closed]), stop: () => sub.stop() };
-            }
-          : (t as never)[p],
-    }) as EventLog<E>;
+    const { log: flaky } = losingFirstSubscription(log, 3, 'after');
     const readiness = new Readiness();
     const { state, definition } = summing();
     const fatal = jest.fn();
@@ -199,23 +213,7 @@ describe('Reactor', () => {
     // Given: a reactor whose third event takes longer to apply than a resume waits, and a log
     // that ends the subscription as that apply begins.
     const log = new InMemoryEventLog<E>();
-    let failNext = true;
-    const flaky = new Proxy(log, {
-      get: (t, p) =>
-        p === 'subscribe'
-          ? (cats: never, from: never, handler: (e: StoredEvent<E>) => Promise<void>): Subscription => {
-              const dying = failNext;
-              failNext = false;
-              let reject!: (e: unknown) => void;
-              const closed = new Promise<void>((_, r) => (reject = r));
-              const sub: Subscription = t.subscribe(cats, from, async (e) => {
-                if (dying && e.event.data.n === 3) reject(new LogUnavailableError('subscribe', undefined, { cause: new Error('stalled') }));
-                await handler(e);
-              });
-              return { caughtUp: sub.caughtUp, closed: Promise.race([closed, sub.closed]), stop: () => sub.stop() };
-            }
-          : (t as never)[p],
-    }) as EventLog<E>;
+    const { log: flaky, seen: subscriptions } = losingFirstSubscription(log, 3, 'during');
     const seen: number[] = [];
     const definition: ReactorDefinition<E> = {
       name: 'slow',
@@ -230,8 +228,8 @@ describe('Reactor', () => {
 
     // When: five events come, the subscription ending under the third.
     await append(log, 1, 5);
-    await until(() => seen.length >= 5, 5_000);
-    await new Promise((r) => setTimeout(r, 300));
+    // (a second application would come during the resumed subscription's catch-up)
+    await until(() => seen.length >= 5 && subscriptions.resumedCaughtUp, 5_000);
 
     // Then: each once, in order.
     expect(seen).toEqual([1, 2, 3, 4, 5]);
