@@ -9,17 +9,7 @@ import { parseConflictMap } from './conflict-map';
 import { parseFrameCheck } from './frame-check';
 import { parseDecisionRecord } from './decision-record';
 import { parseCouncilPolicy } from './policy';
-import { candidateArtifact, goalContract, member } from '../testing/council-fixtures';
-
-function refusal(fn: () => unknown): CouncilError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof CouncilError) return e;
-    throw e;
-  }
-  throw new Error('expected a CouncilError');
-}
+import { candidateArtifact, goalContract, member, refusal } from '../testing/council-fixtures';
 
 const review = (o: Record<string, unknown> = {}) => ({
   review_id: 'rev-X-on-A-v1',

@@ -296,3 +296,14 @@ export function drive(
   }
   throw new Error('driver did not finish');
 }
+
+/** The CouncilError `fn` throws (anything else is rethrown; no throw fails the test). */
+export function refusal(fn: () => unknown): CouncilError {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof CouncilError) return e;
+    throw e;
+  }
+  throw new Error('expected a CouncilError');
+}

@@ -1,6 +1,6 @@
-import { CouncilError } from '../errors';
 import { memberFixture, runRecordFixture } from './evaluation-fixtures';
 import { OutcomeContext, StructuredOutcome, outcomeValue, parseStructuredOutcome, standingOutcome, unknownOutcome } from './outcomes';
+import { refusal } from '../../testing/council-fixtures';
 
 const record = runRecordFixture({
   run_id: 'r1',
@@ -31,16 +31,6 @@ const valid = (over: Record<string, unknown> = {}) => ({
   evidence_refs: ['dashboard-42'],
   ...over,
 });
-
-function refusal(fn: () => unknown): CouncilError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof CouncilError) return e;
-    throw e;
-  }
-  throw new Error('not refused');
-}
 
 describe('council:L5 structured outcome linked to its DecisionRecord (8.7, 15.4)', () => {
   it("given the decision owner's outcome over the decision's actions, signals and stop-loss, when parsed, then every link and the explicit unknown are kept", () => {

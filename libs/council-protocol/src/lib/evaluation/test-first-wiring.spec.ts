@@ -1,13 +1,12 @@
 import fc from 'fast-check';
 import { COUNCIL_EVENT_TYPES as E } from '../contracts';
 import { CouncilTaskRequest } from '../controller';
-import { CouncilError } from '../errors';
 import { ChairDecisionRecorded, CheckpointRecorded, ReviewSubmitted } from '../events';
 import { validateAnswerContent } from '../member-answers';
 import { memberApiSchemas } from '../member-schemas';
 import { buildRunRecord } from '../run-record';
 import { CouncilRunState, StartedRun, foldRun } from '../state';
-import { Behaviour, decisionFor, defaultBehaviour, drive, goalContract, startCommand } from '../../testing/council-fixtures';
+import { Behaviour, decisionFor, defaultBehaviour, drive, goalContract, startCommand, refusal } from '../../testing/council-fixtures';
 import { ReviewTestResults } from './test-results';
 
 /**
@@ -60,16 +59,6 @@ const ofType = <T extends { type: string }>(events: { type: string }[], type: st
 const checkpoints = (events: { type: string }[]) => ofType<CheckpointRecorded>(events, E.CheckpointRecorded).map((e) => e.data.checkpoint);
 const decisions = (events: { type: string }[]) =>
   ofType<ChairDecisionRecorded>(events, E.ChairDecisionRecorded).map((e) => e.data.decision_record);
-
-function refusal(f: () => unknown): CouncilError {
-  try {
-    f();
-  } catch (err) {
-    if (err instanceof CouncilError) return err;
-    throw err;
-  }
-  throw new Error('not refused');
-}
 
 describe('test-first elimination in a run: test results on reviews (15.1, 15.2, 15 MUST)', () => {
   it('given a review answer with test_results, when validated against the served schema, then it is accepted; an unknown field or no test at all is refused by name', () => {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
-import { CouncilError } from '../errors';
 import { aggregateRun } from './aggregation';
 import { ReviewTestReport, executableTestResultsOf, parseReviewTestResults } from './test-results';
+import { refusal } from '../../testing/council-fixtures';
 
 const report = (
   reviewer: string,
@@ -16,16 +16,6 @@ const report = (
   test_results: { suite_ref: 'suite-1', passed, failed, evidence_refs: evidence },
 });
 const authors = { A: 'a', B: 'b', C: 'c' };
-
-function refusal(f: () => unknown): CouncilError {
-  try {
-    f();
-  } catch (err) {
-    if (err instanceof CouncilError) return err;
-    throw err;
-  }
-  throw new Error('not refused');
-}
 
 describe('executable test results from reviews, for test-first elimination (15.1, 15.2)', () => {
   it('given a well-formed report, when parsed, then it is kept as is', () => {

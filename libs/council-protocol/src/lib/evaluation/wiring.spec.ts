@@ -1,25 +1,14 @@
 import fc from 'fast-check';
 import { COUNCIL_COMMAND_TYPES as C, COUNCIL_EVENT_TYPES as E } from '../contracts';
-import { CouncilError } from '../errors';
 import { CheckpointRecorded, RunStarted } from '../events';
 import { parseCouncilPolicy } from '../policy';
 import { buildRunRecord } from '../run-record';
 import { decide } from '../decide';
 import { CouncilRunState, StartedRun, evolveRun } from '../state';
-import { at, defaultBehaviour, drive, goalContract, panel, startCommand } from '../../testing/council-fixtures';
+import { at, defaultBehaviour, drive, goalContract, panel, startCommand, refusal } from '../../testing/council-fixtures';
 import { ChairSelection } from './chair-selection';
 
 /** The council:L4 and L5 wiring: policy keys, the checkpoint's aggregation, the chair's inputs, chair selection and structured outcomes. */
-
-function refusal(fn: () => unknown): CouncilError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof CouncilError) return e;
-    throw e;
-  }
-  throw new Error('expected a CouncilError');
-}
 
 const L4 = (extra: Record<string, unknown> = {}) => ({ level: 'council:L4', aggregation: 'schulze', ...extra });
 const domainGoal = goalContract({ domain: 'payments.migrations' });
