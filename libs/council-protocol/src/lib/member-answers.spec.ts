@@ -34,6 +34,7 @@ import {
   reviewsFor,
   revisionFor,
   startCommand,
+  refusal,
 } from '../testing/council-fixtures';
 
 /* The types and the schemas describe the same fields (checked by the compiler). */
@@ -70,16 +71,6 @@ function running(d: Driven): CouncilRunState & { status: 'running' } {
   if (d.state.status !== 'running') throw new Error(`run is ${d.state.status}`);
   return d.state;
 }
-
-const errorOf = (fn: () => unknown): CouncilError => {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof CouncilError) return e;
-    throw e;
-  }
-  throw new Error('expected a CouncilError');
-};
 
 /** Drives to the first task of a stage and returns the state and that task. */
 function atStage(stage: CouncilTaskRequest['stage'], behaviour: Behaviour = contentOnlyMembers()): { d: Driven; req: CouncilTaskRequest } {
@@ -145,7 +136,7 @@ describe('member API: members return content only, the controller stamps the boo
     (field, value) => {
       const { d, req } = atStage('proposal');
       const content = contentOnly('proposal', candidateArtifact('member-builder-01')) as Record<string, unknown>;
-      const e = errorOf(() => acceptMemberAnswer(running(d), req.task_id, 'member-builder-01', { ...content, [field]: value }));
+      const e = refusal(() => acceptMemberAnswer(running(d), req.task_id, 'member-builder-01', { ...content, [field]: value }));
       expect(e.toJSON()).toMatchObject({ code: 'STAMPED_FIELD_MISMATCH', field });
     },
   );
@@ -156,7 +147,7 @@ describe('member API: members return content only, the controller stamps the boo
     const reviews = contentOnly('review', reviewsFor(req, member)) as Record<string, unknown>[];
     const sent = reviews.map((r, i) => (i === 1 ? { ...r, reviewer_member_id: 'member-chair-01' } : r));
     expect(sent.length).toBeGreaterThan(1);
-    const e = errorOf(() => acceptMemberAnswer(running(d), req.task_id, member, sent));
+    const e = refusal(() => acceptMemberAnswer(running(d), req.task_id, member, sent));
     expect(e.toJSON()).toMatchObject({ code: 'STAMPED_FIELD_MISMATCH', field: 'reviews[1].reviewer_member_id' });
   });
 
@@ -195,7 +186,7 @@ describe('member API: members return content only, the controller stamps the boo
       decision_owner: 'human-owner',
       confidence_scheme: 'ordinal-confidence-v1',
     });
-    const e = errorOf(() =>
+    const e = refusal(() =>
       acceptMemberAnswer(state, req.task_id, 'member-chair-01', {
         ...(contentOnly('synthesis', decisionFor(req)) as object),
         decision_owner: 'member-chair-01',
@@ -216,7 +207,7 @@ describe('member API: members return content only, the controller stamps the boo
 
   it('given a task of another member, when answered, then NOT_TASK_ASSIGNEE', () => {
     const { d, req } = atStage('proposal');
-    const e = errorOf(() => acceptMemberAnswer(running(d), req.task_id, 'member-chair-01', {}));
+    const e = refusal(() => acceptMemberAnswer(running(d), req.task_id, 'member-chair-01', {}));
     expect(e.code).toBe('NOT_TASK_ASSIGNEE');
   });
 });
@@ -237,7 +228,7 @@ describe('member API: JSON Schemas, unknown fields refused by name', () => {
     ['frame-check', { result: 'frame-holds', verdict: 'ok' }, 'verdict'],
     ['conflict-map', { conflicts: [], summary: 'none' }, 'summary'],
   ] as const)('given a %s answer with an unknown field, when validated, then SCHEMA_VIOLATION names %#', (stage, answer, field) => {
-    const e = errorOf(() => validateAnswerContent(stage, answer));
+    const e = refusal(() => validateAnswerContent(stage, answer));
     expect(e.toJSON()).toMatchObject({ code: 'SCHEMA_VIOLATION', field });
     expect(e.message).toMatch(/unknown field/);
   });
@@ -255,7 +246,7 @@ describe('member API: JSON Schemas, unknown fields refused by name', () => {
     ],
     ['revision', { ...(contentOnly('proposal', candidateArtifact('m')) as object) }, 'responses'],
   ] as const)('given a %s answer missing a required field, when validated, then SCHEMA_VIOLATION names it', (stage, answer, field) => {
-    expect(errorOf(() => validateAnswerContent(stage, answer)).toJSON()).toMatchObject({ code: 'SCHEMA_VIOLATION', field });
+    expect(refusal(() => validateAnswerContent(stage, answer)).toJSON()).toMatchObject({ code: 'SCHEMA_VIOLATION', field });
   });
 
   it('given every task a run issues, when validated against its stage schema, then each passes; a task with an extra envelope field does not', () => {
@@ -266,7 +257,7 @@ describe('member API: JSON Schemas, unknown fields refused by name', () => {
     );
     expect(new Set(d.requests.map((r) => r.stage))).toEqual(new Set(TASK_STAGES));
     for (const req of d.requests) validateTask(JSON.parse(JSON.stringify(req)));
-    expect(errorOf(() => validateTask({ ...d.requests[0], priority: 1 })).toJSON()).toMatchObject({ field: 'priority' });
+    expect(refusal(() => validateTask({ ...d.requests[0], priority: 1 })).toJSON()).toMatchObject({ field: 'priority' });
   });
 
   it('given the served schemas, then every task and answer stage has one', () => {
@@ -316,7 +307,7 @@ describe('member API: JSON Schemas, unknown fields refused by name', () => {
       .filter((k) => /^[a-z_]+$/.test(k) && !(k in ANSWER_SCHEMAS.proposal.properties));
     fc.assert(
       fc.property(candidateContent, extraKey, fc.jsonValue(), (content, key, value) => {
-        const e = errorOf(() => validateAnswerContent('proposal', { ...content, [key]: value }));
+        const e = refusal(() => validateAnswerContent('proposal', { ...content, [key]: value }));
         expect(e.field).toBe(key);
       }),
     );
