@@ -35,7 +35,7 @@ describe('tracing: NATS API requests continue the caller trace', () => {
     await stopTracing();
   });
 
-  it('one SERVER span per request, child of the traceparent; the append is its child', async () => {
+  it('one SERVER span per request, child of the traceparent; the append is an event on it', async () => {
     expect(tracingOn()).toBe(true);
     const traceId = '0af7651916cd43dd8448eb211c80319c';
     const callerSpan = 'b7ad6b7169203331';
@@ -65,11 +65,10 @@ describe('tracing: NATS API requests continue the caller trace', () => {
     expect(server.parentSpanContext?.spanId).toBe(callerSpan);
     expect(server.attributes).toMatchObject({ 'messaging.system': 'nats', 'messaging.destination.name': `${h.prefix}.v1.propose` });
 
-    const append = exporter.getFinishedSpans().find((s) => s.name === 'eventlog.append' && s.spanContext().traceId === traceId);
-    expect(append).toBeDefined();
-    expect(append?.kind).toBe(SpanKind.CLIENT);
-    expect(append?.parentSpanContext?.spanId).toBe(server.spanContext().spanId);
-    expect(append?.attributes).toMatchObject({ 'conclave.category': 'proposal' });
+    expect(server.events.map((e) => [e.name, e.attributes])).toEqual([
+      ['eventlog.append', { 'conclave.category': 'proposal', 'conclave.append.outcome': 'ok' }],
+    ]);
+    expect(exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId)).toHaveLength(1);
   });
 
   it("the resolver's outbox publishes each decision under a PRODUCER span whose traceparent the message carries", async () => {
@@ -174,26 +173,29 @@ describe('tracing: one trace from the SDK call to the decision publish', () => {
     const byId = (spanId: string | undefined) => exporter.getFinishedSpans().find((s) => s.spanContext().spanId === spanId);
     const publish = await eventually(async () => byId(publishSpanId), 5_000, 'the publish span');
     // Walk the parent links from the publish back to the agent's span.
-    const chain: { name: string; kind: SpanKind; traceId: string }[] = [];
+    const chain: { name: string; kind: SpanKind; traceId: string; events: string[] }[] = [];
     for (let span = publish as ReturnType<typeof byId>; span; span = byId(span.parentSpanContext?.spanId)) {
-      chain.push({ name: span.name, kind: span.kind, traceId: span.spanContext().traceId });
+      chain.push({ name: span.name, kind: span.kind, traceId: span.spanContext().traceId, events: span.events.map((e) => e.name) });
     }
     expect(chain.map((s) => [s.name, s.kind])).toEqual([
       ['publish resolver-outbox', SpanKind.PRODUCER],
-      ['eventlog.append', SpanKind.CLIENT],
       ['timer resolver', SpanKind.INTERNAL],
-      ['eventlog.append', SpanKind.CLIENT],
       ['v1.respond', SpanKind.SERVER],
       [`${h.prefix}.v1.respond`, SpanKind.CLIENT],
       ['agent decides', SpanKind.INTERNAL],
     ]);
     expect(new Set(chain.map((s) => s.traceId))).toEqual(new Set([agentTraceId]));
+    // The appends on the way are events on the spans they ran in: the response, then the resolution.
+    expect(chain.filter((s) => s.events.length).map((s) => [s.name, s.events])).toEqual([
+      ['timer resolver', ['eventlog.append']],
+      ['v1.respond', ['eventlog.append']],
+    ]);
     expect(publish.attributes).toMatchObject({
       'messaging.destination.name': `${h.prefix}.v1.decisions.ops.tracing`,
       'messaging.message.id': msg.header?.get('Nats-Msg-Id'),
     });
 
-    // The events in the log carry the trace context of the appends that recorded them.
+    // The events in the log carry the trace context of the spans their appends ran in.
     const log = await JetStreamEventLog.create({
       connection: h.nc,
       streamName: h.env['CONCLAVE_EVENT_STREAM'],
@@ -202,7 +204,8 @@ describe('tracing: one trace from the SDK call to the decision publish', () => {
     });
     const stored = await log.read(`proposal-${p.proposal_id}`);
     const endorsed = stored.events.find((e) => e.event.type === 'ResponseRecorded');
-    expect(endorsed?.metadata?.['traceparent']).toMatch(new RegExp(`^00-${agentTraceId}-[0-9a-f]{16}-01$`));
+    const respond = exporter.getFinishedSpans().find((s) => s.name === 'v1.respond' && s.spanContext().traceId === agentTraceId);
+    expect(endorsed?.metadata?.['traceparent']).toBe(`00-${agentTraceId}-${respond?.spanContext().spanId}-01`);
 
     // A consumer's receipt: a CONSUMER span continuing the publish, lasting while the loop body runs.
     const reader = h.client.decisions({ domain: 'ops.tracing', from: 'all' });

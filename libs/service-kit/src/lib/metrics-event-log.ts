@@ -14,14 +14,17 @@ import {
   categoryOf,
 } from '@conclave/event-log';
 import { NatsConnection } from 'nats';
-import { SpanKind } from '@opentelemetry/api';
-import { traced, traceMetadata, tracingOn } from './tracing';
+import type { Attributes } from '@opentelemetry/api';
+import { recordingSpan, traceMetadata, tracingOn } from './tracing';
 import { ConclaveMetrics, METRICS, type Increment, type Observe } from './metrics';
 import { ServiceConfig } from './service-config';
 
+type AppendOutcome = 'ok' | 'duplicate' | 'conflict' | 'error';
+
 /** One category's series, bound once: no label objects or label hashing per append. */
 interface CategoryMeters {
-  readonly attributes: { 'conclave.category': string };
+  /** The attributes of the span event an append records, by its outcome. */
+  readonly spanEvent: Record<AppendOutcome, Attributes>;
   readonly ok: Increment;
   readonly duplicate: Increment;
   readonly conflict: Increment;
@@ -32,10 +35,12 @@ interface CategoryMeters {
 
 /**
  * The event log with its appends counted and timed (by stream category and result) and, with
- * tracing on, each append in a span whose trace context the commit carries as metadata, so a
- * reactor or outbox that reads the events continues the same trace. Everything else passes
- * straight through. The append adds no promise of its own: the timing and counting hang on the
- * inner append's promise.
+ * tracing on, the active trace context (the request's or the timer's span) carried as the commit's
+ * metadata, so a reactor or outbox that reads the events continues the same trace. An append makes
+ * no span of its own: it is an `eventlog.append` event on the span it runs in (its category and
+ * outcome; the span's duration covers it). A span per append cost about as much as all the
+ * others together, for what an event records as well. Everything else passes straight through.
+ * The append adds no promise of its own: the timing and counting hang on the inner append's promise.
  */
 export class MeteredEventLog<E extends LogEvent = LogEvent> implements EventLog<E> {
   private readonly byCategory = new Map<string, CategoryMeters>();
@@ -54,19 +59,11 @@ export class MeteredEventLog<E extends LogEvent = LogEvent> implements EventLog<
     const category = safeCategory(stream);
     const m = this.metersOf(category);
     const started = performance.now();
+    const span = recordingSpan();
+    const trace = tracingOn() ? traceMetadata() : undefined;
     let pending: Promise<AppendResult>;
     try {
-      pending = tracingOn()
-        ? traced('eventlog.append', SpanKind.CLIENT, m.attributes, () => {
-            const trace = traceMetadata();
-            return this.inner.append(
-              stream,
-              events,
-              expected,
-              trace ? { ...options, metadata: { ...options?.metadata, ...trace } } : options,
-            );
-          })
-        : this.inner.append(stream, events, expected, options);
+      pending = this.inner.append(stream, events, expected, trace ? { ...options, metadata: { ...options?.metadata, ...trace } } : options);
     } catch (err) {
       pending = Promise.reject(err);
     }
@@ -79,11 +76,14 @@ export class MeteredEventLog<E extends LogEvent = LogEvent> implements EventLog<
           m.appended(events.length);
           this.metrics.appended(category, events);
         }
+        span?.addEvent('eventlog.append', m.spanEvent[result.duplicate ? 'duplicate' : 'ok']);
         return result;
       },
       (err: unknown) => {
         m.latency((performance.now() - started) / 1000);
-        (err instanceof ConcurrencyError ? m.conflict : m.error)();
+        const outcome = err instanceof ConcurrencyError ? 'conflict' : 'error';
+        m[outcome]();
+        span?.addEvent('eventlog.append', m.spanEvent[outcome]);
         throw err;
       },
     );
@@ -93,8 +93,9 @@ export class MeteredEventLog<E extends LogEvent = LogEvent> implements EventLog<
     let m = this.byCategory.get(category);
     if (!m) {
       const count = (result: string) => this.metrics.increment(METRICS.logAppends, { category, result });
+      const spanEvent = (outcome: AppendOutcome) => ({ 'conclave.category': category, 'conclave.append.outcome': outcome });
       m = {
-        attributes: { 'conclave.category': category },
+        spanEvent: { ok: spanEvent('ok'), duplicate: spanEvent('duplicate'), conflict: spanEvent('conflict'), error: spanEvent('error') },
         ok: count('ok'),
         duplicate: count('duplicate'),
         conflict: count('conflict'),

@@ -13,7 +13,6 @@ import {
   producerSpan,
   startTracing,
   stopTracing,
-  traced,
   traceMetadata,
   tracingObserver,
 } from './tracing';
@@ -69,24 +68,34 @@ describe('tracing with the default (parent-based) sampler', () => {
     log = new MeteredEventLog(new InMemoryEventLog(), metrics);
   });
 
-  it('given a sampled caller, when a request appends, then its SERVER span is the caller span child and the append span its own, and the events carry the append span', async () => {
+  it('given a sampled caller, when a request appends, then its SERVER span is the caller span child, records the append as an event, and the events carry it', async () => {
     const reply = await observe(request('01'), () => log.append('thing-1', [ev('e1')], 'no_stream').then(() => ({ ok: true })));
 
     expect(reply).toEqual({ ok: true });
-    const [append, server] = await finished(exporter, 2);
+    const [server] = await finished(exporter, 1);
+    expect(await spansBeforeMarker(exporter)).toHaveLength(1);
     expect(server).toMatchObject({ name: 'v1.get', kind: SpanKind.SERVER, parentSpanContext: { spanId: PARENT } });
     expect(server.attributes).toMatchObject({
       'messaging.destination.name': 'x.v1.get',
       'conclave.proposal_id': '01ARZ3NDEKTSV4RRFFQ69G5FAV',
     });
-    expect(append).toMatchObject({
-      name: 'eventlog.append',
-      kind: SpanKind.CLIENT,
-      parentSpanContext: { spanId: server.spanContext().spanId },
-    });
-    expect(append.attributes).toEqual({ 'conclave.category': 'thing' });
+    expect(server.events.map((e) => [e.name, e.attributes])).toEqual([
+      ['eventlog.append', { 'conclave.category': 'thing', 'conclave.append.outcome': 'ok' }],
+    ]);
     const [stored] = (await log.read('thing-1')).events;
-    expect(stored.metadata).toEqual({ traceparent: `00-${TRACE}-${append.spanContext().spanId}-01` });
+    expect(stored.metadata).toEqual({ traceparent: `00-${TRACE}-${server.spanContext().spanId}-01` });
+  });
+
+  it('given a sampled caller, when its appends conflict, repeat and succeed, then each outcome is an event on its span', async () => {
+    await log.append('thing-3', [ev('e0')], 'no_stream');
+    await observe(request('01'), async () => {
+      await log.append('thing-3', [ev('e1')], 'no_stream').catch(() => undefined);
+      await log.append('thing-3', [ev('e1')], '0');
+      await log.append('thing-3', [ev('e1')], '0');
+    });
+
+    const [server] = await finished(exporter, 1);
+    expect(server.events.map((e) => e.attributes?.['conclave.append.outcome'])).toEqual(['conflict', 'ok', 'duplicate']);
   });
 
   it('given an unsampled caller, when a request appends, then no span is made and the events still carry the trace, unsampled', async () => {
@@ -135,15 +144,22 @@ describe('tracing with the default (parent-based) sampler', () => {
     expect(carried).toEqual({ traceparent: `00-${TRACE}-${publish.spanContext().spanId}-01`, tracestate: 'vendor=a' });
   });
 
-  it('given a failing append inside a sampled span, then the append span is failed and the error passes through', async () => {
-    const failing = { append: () => Promise.reject(Object.assign(new Error('down'), { code: 'UNAVAILABLE' })) };
-    await expect(
-      context.with(remote(TraceFlags.SAMPLED), () => traced('eventlog.append', SpanKind.CLIENT, {}, () => failing.append())),
-    ).rejects.toThrow('down');
+  it('given a failing append inside a sampled span, then the error passes through and the span records it as an event', async () => {
+    const failing = new MeteredEventLog(
+      {
+        ...new InMemoryEventLog(),
+        append: () => Promise.reject(Object.assign(new Error('down'), { code: 'UNAVAILABLE' })),
+      } as unknown as InMemoryEventLog,
+      metrics,
+    );
+    const span = trace.getTracer('test').startSpan('request', {}, remote(TraceFlags.SAMPLED));
+    await expect(context.with(trace.setSpan(ROOT_CONTEXT, span), () => failing.append('thing-4', [ev('e4')], 'no_stream'))).rejects.toThrow(
+      'down',
+    );
+    span.end();
 
-    const [span] = await finished(exporter, 1);
-    expect(span.status).toMatchObject({ code: 2, message: 'UNAVAILABLE' });
-    expect(span.attributes).toEqual({ 'conclave.error_code': 'UNAVAILABLE' });
+    const [ended] = await finished(exporter, 1);
+    expect(ended.events.map((e) => e.attributes)).toEqual([{ 'conclave.category': 'thing', 'conclave.append.outcome': 'error' }]);
   });
 
   it('given one async context for both, then a log context keeps the trace context and a trace context keeps the log fields, across awaits', async () => {
@@ -151,7 +167,7 @@ describe('tracing with the default (parent-based) sampler', () => {
       inLogContext({ proposal_id: 'p1' }, async () => {
         await Promise.resolve();
         const inLog = trace.getSpanContext(context.active())?.spanId;
-        const inTrace = await traced('inner', SpanKind.INTERNAL, {}, async () => {
+        const inTrace = await continueTrace(context.active(), 'inner', SpanKind.INTERNAL, {}, async () => {
           await Promise.resolve();
           withLogFields({ command_id: 'c1' }, () => undefined);
           return { fields: { ...logFields() }, parent: trace.getActiveSpan()?.spanContext().traceId };
@@ -190,7 +206,7 @@ describe('tracing with a sampler that is not parent-based', () => {
   afterAll(() => stopTracing());
 
   it('given an unsampled caller, then the sampler still decides: always_on records the span', async () => {
-    await context.with(remote(TraceFlags.NONE), () => traced('eventlog.append', SpanKind.CLIENT, {}, async () => 1));
-    expect((await finished(exporter, 1)).map((s) => s.name)).toEqual(['eventlog.append']);
+    await continueTrace(remote(TraceFlags.NONE), 'timer t', SpanKind.INTERNAL, {}, async () => 1);
+    expect((await finished(exporter, 1)).map((s) => s.name)).toEqual(['timer t']);
   });
 });

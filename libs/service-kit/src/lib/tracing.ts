@@ -222,17 +222,11 @@ function settle<T>(
   );
 }
 
-/**
- * Runs `fn` in a child span of the active one (an append, a publish); without tracing, just `fn`.
- * Attributes are set only on a span the sampler keeps.
- */
-export function traced<T>(name: string, kind: SpanKind, attributes: Attributes, fn: () => Promise<T>): Promise<T> {
-  if (!tracingOn()) return fn();
-  const parent = context.active();
-  if (dropsUnder(parent)) return fn();
-  const span = tracerOf().startSpan(name, { kind }, parent);
-  if (span.isRecording()) span.setAttributes(attributes);
-  return settle(span, () => context.with(trace.setSpan(parent, span), fn));
+/** The active span when tracing is on and the sampler keeps it (for an event on it); else undefined. */
+export function recordingSpan(): Span | undefined {
+  if (!tracingOn()) return undefined;
+  const span = trace.getActiveSpan();
+  return span?.isRecording() ? span : undefined;
 }
 
 /**
