@@ -7,11 +7,14 @@
  * then BENCH_OVERHEAD_PROPOSALS proposals (submit + 3 responses + decision received) with
  * BENCH_IN_FLIGHT at a time. BENCH_OVERHEAD_ARMS (default `on,off`) may add `metrics` (metrics
  * without tracing) to tell the two costs apart. Measured per round: proposals/s, and the CPU time of this Node
- * process (services and client; not nats-server) per proposal, which the shared machine's other
- * load moves less than wall-clock throughput. NATS_URL must be set before this module loads.
+ * process (services, agent and reader; not nats-server) per proposal, which the shared machine's other
+ * load moves less than wall-clock throughput. The agent records no spans unless
+ * BENCH_OVERHEAD_AGENT=traced (see AGENT). NATS_URL must be set before this module loads.
  */
 import 'reflect-metadata';
+import { ConclaveClient } from '@conclave/sdk';
 import { startTracing, stopTracing } from '@conclave/service-kit';
+import { ProxyTracerProvider } from '@opentelemetry/api';
 import { tracing } from '@opentelemetry/sdk-node';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -44,6 +47,31 @@ const ARMS = (process.env['BENCH_OVERHEAD_ARMS'] ?? 'on,off')
   .split(',')
   .filter((a): a is Arm => ['on', 'sampled', 'unsampled', 'metrics', 'off', 'burn'].includes(a));
 const SAMPLE_RATIO = process.env['BENCH_OVERHEAD_SAMPLE_RATIO'] ?? '0.1';
+/**
+ * `plain` (default): the agents and the decision reader have no OpenTelemetry SDK, as an agent in
+ * its own process without one: its requests carry a `traceparent` (random ids) and the services
+ * trace every proposal in full, but the agent records no span of its own; what is measured is the
+ * services' cost. `traced`: they share the services' tracer provider, so their CLIENT and CONSUMER
+ * spans are recorded too (and counted in this process's CPU).
+ */
+const AGENT = process.env['BENCH_OVERHEAD_AGENT'] === 'traced' ? 'traced' : 'plain';
+
+/**
+ * The bench's agent without an SDK: OpenTelemetry's no-op provider. In the `sampled` and
+ * `unsampled` arms the trace is sampled (or not) where it starts, at the agent, as with an agent
+ * whose SDK samples: a provider that records nothing and only decides.
+ */
+async function agentWithoutSdk(h: ConclaveHarness, arm: Arm): Promise<ConclaveClient> {
+  const sampler =
+    arm === 'unsampled'
+      ? new tracing.AlwaysOffSampler()
+      : arm === 'sampled'
+        ? new tracing.TraceIdRatioBasedSampler(Number(SAMPLE_RATIO))
+        : undefined;
+  const tracerProvider = sampler ? new tracing.BasicTracerProvider({ sampler }) : new ProxyTracerProvider();
+  return ConclaveClient.connect({ nc: h.nc, prefix: h.prefix, streamSuffix: h.run, tracerProvider });
+}
+
 const traces = (arm: Arm) => arm === 'on' || arm === 'sampled' || arm === 'unsampled';
 
 export interface OverheadRound {
@@ -108,22 +136,22 @@ function burn(us: number): void {
   while (performance.now() < end);
 }
 
-async function oneProposal(h: ConclaveHarness, i: number): Promise<void> {
+async function oneProposal(agent: ConclaveClient, i: number): Promise<void> {
   if (burning) burn(BURN_US);
-  const p = await h.client.propose({ domain: 'bench.overhead', author: `author-${i}`, payload: { i }, quorum: 3, created_at: now() });
-  await h.client.endorse(p.proposal_id, { participant_id: 'a', domain_authority: 0.9, confidence: 0.8, trust_score: 0.9 });
-  await h.client.endorse(p.proposal_id, { participant_id: 'b', domain_authority: 0.7, confidence: 0.6, trust_score: 0.8 });
-  await h.client.challenge(p.proposal_id, { participant_id: 'c', domain_authority: 0.5, confidence: 0.5, trust_score: 0.5 });
+  const p = await agent.propose({ domain: 'bench.overhead', author: `author-${i}`, payload: { i }, quorum: 3, created_at: now() });
+  await agent.endorse(p.proposal_id, { participant_id: 'a', domain_authority: 0.9, confidence: 0.8, trust_score: 0.9 });
+  await agent.endorse(p.proposal_id, { participant_id: 'b', domain_authority: 0.7, confidence: 0.6, trust_score: 0.8 });
+  await agent.challenge(p.proposal_id, { participant_id: 'c', domain_authority: 0.5, confidence: 0.5, trust_score: 0.5 });
 }
 
-async function drive(h: ConclaveHarness, decisions: DecisionCollector, from: number, count: number): Promise<void> {
+async function drive(agent: ConclaveClient, decisions: DecisionCollector, from: number, count: number): Promise<void> {
   const before = decisions.received.length;
-  if (RATE > 0) await paced(h, from, count);
+  if (RATE > 0) await paced(agent, from, count);
   else {
     let next = from;
     await Promise.all(
       Array.from({ length: IN_FLIGHT }, async () => {
-        while (next < from + count) await oneProposal(h, next++);
+        while (next < from + count) await oneProposal(agent, next++);
       }),
     );
   }
@@ -137,14 +165,14 @@ async function drive(h: ConclaveHarness, decisions: DecisionCollector, from: num
  * costs more CPU per proposal again: the difference between arms grows well past what the
  * instrumentation itself costs.
  */
-async function paced(h: ConclaveHarness, from: number, count: number): Promise<void> {
+async function paced(agent: ConclaveClient, from: number, count: number): Promise<void> {
   const t0 = performance.now();
   const inFlight = new Set<Promise<void>>();
   for (let i = 0; i < count; i++) {
     const wait = t0 + (i * 1000) / RATE - performance.now();
     if (wait >= 1) await sleep(wait);
     while (inFlight.size >= IN_FLIGHT) await Promise.race(inFlight);
-    const p: Promise<void> = oneProposal(h, from + i).finally(() => inFlight.delete(p));
+    const p: Promise<void> = oneProposal(agent, from + i).finally(() => inFlight.delete(p));
     inFlight.add(p);
   }
   await Promise.all(inFlight);
@@ -166,8 +194,9 @@ async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<Overhe
   burning = arm === 'burn';
   try {
     await h.start('intake', 'resolver', 'sweeper');
-    const decisions = new DecisionCollector(h.client);
-    await drive(h, decisions, 0, WARMUP);
+    const agent = AGENT === 'traced' ? h.client : await agentWithoutSdk(h, arm);
+    const decisions = new DecisionCollector(agent);
+    await drive(agent, decisions, 0, WARMUP);
     // The previous rounds' garbage is not this round's to collect.
     (globalThis as { gc?: () => void }).gc?.();
     const profiler = PROFILE_DIR && n > 0 ? new Session() : undefined;
@@ -179,7 +208,7 @@ async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<Overhe
     const threads0 = threadCpu();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
-    await drive(h, decisions, WARMUP, proposals);
+    await drive(agent, decisions, WARMUP, proposals);
     const seconds = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     const threads = threadCpu();
@@ -220,7 +249,7 @@ function median(xs: number[]): number {
 
 export async function runOverhead(): Promise<OverheadFigures> {
   console.log(
-    `\n## instrumentation overhead: ${ROUNDS} rounds of ${ARMS.join(', ')} in rotating order; ${PROPOSALS} proposals per round after ${WARMUP} of warm-up, ${RATE > 0 ? `${RATE} started per second` : 'as fast as they go'}`,
+    `\n## instrumentation overhead (agents ${AGENT === 'plain' ? 'without an OpenTelemetry SDK' : 'traced too'}): ${ROUNDS} rounds of ${ARMS.join(', ')} in rotating order; ${PROPOSALS} proposals per round after ${WARMUP} of warm-up, ${RATE > 0 ? `${RATE} started per second` : 'as fast as they go'}`,
   );
   // One unmeasured round of each arm first: the code of every path compiled before any is timed.
   for (const arm of ARMS) await round(arm, 0, WARMUP);

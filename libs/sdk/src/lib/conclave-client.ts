@@ -3,10 +3,11 @@ import type { DecisionEvent, EscalationMetadata, LineageNode, Proposal, Proposal
 import { councilRunIdForProposal, DELIBERATION_PAYLOAD_KEY } from '@conclave/council-protocol';
 import { acpStreamNames, acpSubjects, AcpSubjects, ErrorReply, OkReply } from '@conclave/messaging';
 import { AckPolicy, Authenticator, connect, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
+import type { TracerProvider } from '@opentelemetry/api';
 import { ulid } from 'ulid';
 import { ConclaveError, ConclaveUnavailableError } from './conclave-error';
 import { bindFeed, readConsumer, withJetStreamApiPrefix } from './feeds';
-import { withTraceHeaders } from './tracing';
+import { sdkTracer, withTraceHeaders } from './tracing';
 
 export interface ConclaveClientOptions {
   /** An existing connection (not closed by the client) or a server URL to connect to. */
@@ -34,6 +35,12 @@ export interface ConclaveClientOptions {
    * Only used when the client connects itself; with `nc`, give the prefix to your own `connect`.
    */
   inboxPrefix?: string;
+  /**
+   * Where the client's spans (a CLIENT span per request, a CONSUMER span per feed message) go:
+   * as OpenTelemetry instrumentations take one. Absent, the globally registered provider (none:
+   * the spans only carry the trace ids along).
+   */
+  tracerProvider?: TracerProvider;
   /** NATS user and password, when the client connects itself. */
   user?: string;
   pass?: string;
@@ -334,7 +341,7 @@ export class ConclaveClient {
     if (options.bind) {
       if (!options.durable) throw new TypeError('bind needs the durable name of the provisioned feed');
       const feed = await bindFeed(this.nc, stream, options.durable, options.domain ? filter : undefined);
-      return yield* readConsumer(feed, parse, options.signal);
+      return yield* readConsumer(feed, parse, sdkTracer(this.options.tracerProvider), options.signal);
     }
     const js: JetStreamClient = this.nc.jetstream();
     const jsm: JetStreamManager = await this.nc.jetstreamManager();
@@ -352,7 +359,7 @@ export class ConclaveClient {
       : await jsm.consumers.add(stream, config);
     const consumer = await js.consumers.get(stream, info.name);
     try {
-      yield* readConsumer(consumer, parse, options.signal);
+      yield* readConsumer(consumer, parse, sdkTracer(this.options.tracerProvider), options.signal);
     } finally {
       if (!options.durable) await jsm.consumers.delete(stream, info.name).catch(() => undefined);
     }
@@ -394,7 +401,7 @@ export class ConclaveClient {
     const bytes = encoder.encode(JSON.stringify(body));
     const sign = this.options.sign ?? this.options.signer;
     const extra = sign ? await sign(subject, bytes) : undefined;
-    return withTraceHeaders(subject, async (h) => {
+    return withTraceHeaders(sdkTracer(this.options.tracerProvider), subject, async (h) => {
       let data: Uint8Array;
       try {
         for (const [k, v] of Object.entries(extra ?? {})) h.set(k, v);

@@ -21,10 +21,10 @@ import {
   MEMBER_TASK_ACK_WAIT_MS,
   memberTaskConsumerName,
 } from '@conclave/messaging';
-import { context as otelContext, ROOT_CONTEXT, trace, type Span } from '@opentelemetry/api';
+import { context as otelContext, ROOT_CONTEXT, trace, type Span, type TracerProvider } from '@opentelemetry/api';
 import { Consumer, ConsumerMessages, ErrorCode, headers, JsMsg, NatsConnection, NatsError } from 'nats';
 import { withJetStreamApiPrefix } from './feeds';
-import { receiveSpan, withTraceHeaders } from './tracing';
+import { receiveSpan, sdkTracer, withTraceHeaders } from './tracing';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -80,6 +80,8 @@ export interface CouncilMemberOptions {
   signer?: (subject: string, body: Uint8Array) => Promise<Record<string, string>> | Record<string, string>;
   /** The JetStream API prefix of the task queues in the member's NATS account (see `ConclaveClientOptions.jsApiPrefix`). */
   jsApiPrefix?: string;
+  /** Where the SDK's spans go (see `ConclaveClientOptions.tracerProvider`); the global provider when absent. */
+  tracerProvider?: TracerProvider;
 }
 
 export type CouncilVerdict = MemberVerdict;
@@ -265,7 +267,7 @@ export class CouncilMember {
     try {
       let run = this.pending.get(task.task_id);
       if (!run) {
-        const received = receiveSpan(m.subject, m.headers);
+        const received = receiveSpan(sdkTracer(this.options.tracerProvider), m.subject, m.headers);
         if (received?.isRecording())
           received.setAttributes({
             'conclave.run_id': task.run_id,
@@ -466,6 +468,8 @@ export interface CouncilClientOptions {
    * `signer: ed25519Signer(participantId, privateKey)` (required when the service requires authentication).
    */
   signer?: (subject: string, body: Uint8Array) => Promise<Record<string, string>> | Record<string, string>;
+  /** Where the SDK's spans go (see `ConclaveClientOptions.tracerProvider`); the global provider when absent. */
+  tracerProvider?: TracerProvider;
 }
 
 /**
@@ -476,6 +480,7 @@ export class CouncilClient {
   readonly subjects: CouncilSubjects;
   private readonly timeoutMs: number;
   private readonly signer: CouncilClientOptions['signer'];
+  private readonly tracerProvider: CouncilClientOptions['tracerProvider'];
   constructor(
     readonly nc: NatsConnection,
     prefix: string = DEFAULT_COUNCIL_PREFIX,
@@ -485,6 +490,7 @@ export class CouncilClient {
     const o = typeof options === 'number' ? { timeoutMs: options } : options;
     this.timeoutMs = o.timeoutMs ?? 5_000;
     this.signer = o.signer;
+    this.tracerProvider = o.tracerProvider;
   }
 
   async start(body: { goal_contract: unknown; panel: unknown[]; policy?: unknown; actor?: string; run_id?: string }): Promise<string> {
@@ -520,7 +526,7 @@ export class CouncilClient {
   private async request<T extends object>(subject: string, body: unknown): Promise<T> {
     const bytes = encoder.encode(JSON.stringify(body));
     const extra = this.signer ? await this.signer(subject, bytes) : undefined;
-    return withTraceHeaders(subject, async (h) => {
+    return withTraceHeaders(sdkTracer(this.tracerProvider), subject, async (h) => {
       if (extra) for (const [k, v] of Object.entries(extra)) h.set(k, v);
       const msg = await this.nc.request(subject, bytes, { timeout: this.timeoutMs, headers: h });
       const reply = JSON.parse(decoder.decode(msg.data)) as

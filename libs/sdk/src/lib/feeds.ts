@@ -11,6 +11,7 @@ import {
   JetStreamOptions,
   NatsConnection,
 } from 'nats';
+import type { Tracer } from '@opentelemetry/api';
 import { ConclaveError } from './conclave-error';
 import { receiveSpan } from './tracing';
 
@@ -150,7 +151,12 @@ export async function bindFeed(nc: NatsConnection, stream: string, durable: stri
  * Messages of a consumer, in order, parsed and acknowledged after the loop body returns; a
  * redelivery of a message already read (a body slower than the ack wait) is dropped.
  */
-export async function* readConsumer<T>(consumer: Consumer, parse: (input: unknown) => T, signal?: AbortSignal): AsyncGenerator<T> {
+export async function* readConsumer<T>(
+  consumer: Consumer,
+  parse: (input: unknown) => T,
+  tracer: Tracer,
+  signal?: AbortSignal,
+): AsyncGenerator<T> {
   const messages = await consumer.consume({ max_messages: 256 });
   // stop(), not close(): on nats-server 2.9, close() after the loop ended waits forever.
   const stop = () => messages.stop();
@@ -164,7 +170,7 @@ export async function* readConsumer<T>(consumer: Consumer, parse: (input: unknow
       // The reader's loop body runs while the generator is suspended at the yield: the span in
       // the message's trace lasts until the body asks for the next one. (The body runs in its
       // caller's context, not the span's: a generator cannot lend it one.)
-      const received = receiveSpan(m.subject, m.headers);
+      const received = receiveSpan(tracer, m.subject, m.headers);
       try {
         yield readMessage(m.data, parse);
       } finally {

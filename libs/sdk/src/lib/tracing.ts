@@ -1,8 +1,25 @@
-import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type TextMapGetter } from '@opentelemetry/api';
+import {
+  createTraceState,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Span,
+  type Tracer,
+  type TracerProvider,
+} from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
 import { headers, type MsgHdrs } from 'nats';
 
-const tracer = () => trace.getTracer('conclave-sdk');
+const TRACER = 'conclave-sdk';
+
+/**
+ * The SDK's tracer: from the provider the application gave (as OpenTelemetry instrumentations
+ * take one), else from the globally registered one.
+ */
+export function sdkTracer(provider?: TracerProvider): Tracer {
+  return (provider ?? trace.getTracerProvider()).getTracer(TRACER);
+}
 
 /**
  * Sends one request in a CLIENT span and with its W3C `traceparent` header, so the services
@@ -12,8 +29,8 @@ const tracer = () => trace.getTracer('conclave-sdk');
  * ids, sampled), so the services' spans and log lines of one request still share a trace id.
  * The header is not signed: it names a trace, it authorizes nothing.
  */
-export async function withTraceHeaders<T>(subject: string, send: (h: MsgHdrs) => Promise<T>): Promise<T> {
-  const span = tracer().startSpan(subject, {
+export async function withTraceHeaders<T>(tracer: Tracer, subject: string, send: (h: MsgHdrs) => Promise<T>): Promise<T> {
+  const span = tracer.startSpan(subject, {
     kind: SpanKind.CLIENT,
     attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
   });
@@ -45,22 +62,30 @@ function traceparentOf(span: Span): string {
   return `00-${traceId}-${spanId}-01`;
 }
 
-const headerGetter: TextMapGetter<MsgHdrs | undefined> = {
-  keys: (h) => (h ? [...h.keys()] : []),
-  get: (h, key) => h?.get(key) || undefined,
-};
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
 /**
- * A CONSUMER span for one stream message a reader received, continuing the trace its
+ * A CONSUMER span for one stream message a reader received, continuing the trace its W3C
  * `traceparent` header carries (the outbox's publish); the caller ends it when the message is
- * handled. Recorded only where the application registered an OpenTelemetry SDK; a message without
- * the header starts no trace.
+ * handled. Recorded only where the application gave or registered an OpenTelemetry SDK; a message
+ * without the header starts no trace.
  */
-export function receiveSpan(subject: string, h: MsgHdrs | undefined): Span | undefined {
-  if (!h?.get('traceparent')) return undefined;
-  const parent = propagation.extract(ROOT_CONTEXT, h, headerGetter);
-  if (!trace.getSpanContext(parent)) return undefined;
-  return tracer().startSpan(
+export function receiveSpan(tracer: Tracer, subject: string, h: MsgHdrs | undefined): Span | undefined {
+  // Parsed here, not by the global propagator: a tracer provider given to the client works without
+  // one registered. (Services configured with another propagator than W3C's break the chain here.)
+  const m = TRACEPARENT.exec(h?.get('traceparent') ?? '');
+  if (!m) return undefined;
+  const state = h?.get('tracestate');
+  const spanContext = {
+    traceId: m[1],
+    spanId: m[2],
+    traceFlags: parseInt(m[3], 16),
+    isRemote: true,
+    ...(state ? { traceState: createTraceState(state) } : {}),
+  };
+  if (!trace.isSpanContextValid(spanContext)) return undefined;
+  const parent = trace.setSpanContext(ROOT_CONTEXT, spanContext);
+  return tracer.startSpan(
     `receive ${subject}`,
     {
       kind: SpanKind.CONSUMER,
