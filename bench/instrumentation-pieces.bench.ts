@@ -19,8 +19,9 @@ import { ConclaveMetrics } from '../libs/service-kit/src/lib/metrics';
 import { MeteredEventLog } from '../libs/service-kit/src/lib/metrics-event-log';
 import { combineObservers, logContextObserver, metricsObserver, type RequestObserver } from '../libs/service-kit/src/lib/metrics-requests';
 import {
+  activeTraceId,
   contextOfEvent,
-  inEventTrace,
+  eventTrace,
   producerSpan,
   startTracing,
   stopTracing,
@@ -95,8 +96,17 @@ const pieces: Piece[][] = [
     },
   ],
   [
-    { name: 'event trace: no tracing', run: () => inEventTrace(metadata, () => 1) },
-    { name: 'event trace: enter the event context (on)', tracing: true, run: () => inEventTrace(metadata, () => 1) },
+    { name: 'event in a reactor: log context, no tracing', run: () => inLogContext({ reactor: 'r' }, () => 1, eventTrace(metadata)) },
+    {
+      name: 'event in a reactor: log and event trace context (on)',
+      tracing: true,
+      run: () => inLogContext({ reactor: 'r' }, () => 1, eventTrace(metadata)),
+    },
+    {
+      name: 'event in a reactor: and its trace read (on)',
+      tracing: true,
+      run: () => inLogContext({ reactor: 'r' }, () => activeTraceId(), eventTrace(metadata)),
+    },
     { name: 'event trace: contextOfEvent only (on)', tracing: true, run: () => contextOfEvent(metadata) },
   ],
   [

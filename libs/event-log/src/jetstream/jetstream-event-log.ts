@@ -239,9 +239,10 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
       // The server checks the duplicate window before the expected sequence, so a retry of a
       // commit that succeeded returns the original sequence instead of a conflict (verified on 2.9.10).
       const h = headers();
-      h.set(COMMIT_HEADER, '1');
-      if (lastSubjectSequence !== undefined) h.set(PREV_HEADER, String(lastSubjectSequence));
-      for (const [k, v] of Object.entries(metadata ?? {})) h.set(META_HEADER + k, v);
+      // `append`, not `set`: the headers are new, and `set` searches them to delete first.
+      h.append(COMMIT_HEADER, '1');
+      if (lastSubjectSequence !== undefined) h.append(PREV_HEADER, String(lastSubjectSequence));
+      for (const [k, v] of Object.entries(metadata ?? {})) h.append(META_HEADER + k, v);
       const ack = await this.js.publish(subject, payload, {
         headers: h,
         msgID,
@@ -677,9 +678,10 @@ function prevOf(h: MsgHdrs | undefined): StreamVersion | 'no_stream' | undefined
 function metadataOf(h: MsgHdrs | undefined): EventMetadata | undefined {
   if (!h) return undefined;
   let metadata: Record<string, string> | undefined;
-  for (const k of h.keys()) {
-    if (!k.startsWith(META_HEADER)) continue;
-    (metadata ??= {})[k.slice(META_HEADER.length)] = h.get(k);
+  // One pass over the entries: `get` would search the keys again for each one, on every event
+  // every reader reads.
+  for (const [k, values] of h) {
+    if (k.startsWith(META_HEADER) && values.length > 0) (metadata ??= {})[k.slice(META_HEADER.length)] = values[0];
   }
   return metadata;
 }

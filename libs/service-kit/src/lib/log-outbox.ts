@@ -134,7 +134,7 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
 
   /**
    * With tracing on, each message carries the traceparent of its publish span, which continues
-   * the trace of the append that recorded the event (its metadata) when there is one.
+   * the trace the event was recorded in (its metadata) when there is one.
    */
   private send(js: JetStreamClient, m: OutboxMessage, event: StoredEvent<E>): Promise<unknown> {
     if (!tracingOn()) return publishJsonOnce(js, m.subject, m.body, m.msgId);
@@ -144,7 +144,7 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
       attributes,
       (carrier) => {
         const h = natsHeaders();
-        for (const [k, v] of Object.entries(carrier)) h.set(k, v);
+        for (const [k, v] of Object.entries(carrier)) h.append(k, v);
         return js.publish(m.subject, encoder.encode(JSON.stringify(m.body)), { msgID: m.msgId, headers: h });
       },
       contextOfEvent(event.metadata),

@@ -49,9 +49,13 @@ export function withLogFields<T>(fields: LogFields, fn: () => T): T {
   return frames.run({ log: clean, trace: current?.trace }, fn);
 }
 
-/** Runs `fn` in a context of its own (one request, one event), starting from these fields. */
-export function inLogContext<T>(fields: LogFields, fn: () => T): T {
-  return frames.run({ log: cleanFields(fields), trace: frames.getStore()?.trace }, fn);
+/**
+ * Runs `fn` in a context of its own (one request, one event), starting from these fields; in the
+ * trace context given (an event's, tracing.ts), else the current one. One frame for both: a
+ * reactor enters it for every event.
+ */
+export function inLogContext<T>(fields: LogFields, fn: () => T, trace?: unknown): T {
+  return frames.run({ log: cleanFields(fields), trace: trace ?? frames.getStore()?.trace }, fn);
 }
 
 /** The trace context stored beside the log fields (tracing.ts's context manager). */

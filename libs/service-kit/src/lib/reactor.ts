@@ -9,7 +9,7 @@ import { inLogContext } from './logging';
 import { ConclaveMetrics } from './metrics';
 import { categoryHeadProbe } from './metrics-event-log';
 import { trackReactor } from './metrics-reactors';
-import { inEventTrace, tracingOn } from './tracing';
+import { eventTrace } from './tracing';
 import { StartProgress } from './start-watch';
 
 /** What a service does when a part of it can no longer work: exit, so it is restarted. */
@@ -34,7 +34,7 @@ export interface ReactorDefinition<E extends LogEvent> {
   /** Folds one event, in log order, once. A throw is a bug or a corrupt record: fatal. */
   apply(event: StoredEvent<E>): void | Promise<void>;
   /**
-   * Apply in the trace of the append that recorded the event (when tracing is on): for a reactor
+   * Apply in the trace the event was recorded in (when tracing is on): for a reactor
    * whose apply starts work that belongs to that trace (a timer, an append). A read model leaves
    * it off: entering a trace context for every event in every reactor was the largest part of
    * what tracing cost.
@@ -231,17 +231,14 @@ export class Reactor<E extends LogEvent> {
   /** Applies one event, then moves the position past it (and takes a snapshot when one is due). */
   private async handle(e: StoredEvent<E>): Promise<void> {
     // Lines logged while applying name the reactor, the proposal and the command behind the event.
-    // With tracing on, in the trace of the append that recorded the event: what the reactor does about it joins that trace.
-    const apply =
-      this.definition.inTrace && tracingOn()
-        ? () => inEventTrace(e.metadata, () => this.definition.apply(e))
-        : () => this.definition.apply(e);
+    // With tracing on, in the trace the event was recorded in: what the reactor does about it joins that trace.
+    const trace = this.definition.inTrace ? eventTrace(e.metadata) : undefined;
     // Between the apply and the position's move, the state is ahead of the position: no snapshot
     // may be taken then (one taken at start or stop would otherwise pair them wrongly, and every
     // replica restoring it would apply that event twice).
     this.applyingNow = true;
     try {
-      await inLogContext({ reactor: this.definition.name, ...eventIds(e) }, apply);
+      await inLogContext({ reactor: this.definition.name, ...eventIds(e) }, () => this.definition.apply(e), trace);
       this.position = e.position;
     } finally {
       this.applyingNow = false;

@@ -10,6 +10,7 @@ import {
   activeTraceId,
   continueTrace,
   contextOfEvent,
+  eventTrace,
   producerSpan,
   startTracing,
   stopTracing,
@@ -180,6 +181,26 @@ describe('tracing with the default (parent-based) sampler', () => {
     expect(seen.inTrace).toEqual({ fields: { proposal_id: 'p1', command_id: 'c1' }, parent: TRACE });
     expect(seen.after).toEqual({ proposal_id: 'p1', command_id: 'c1' });
     expect(logFields()).toEqual({});
+  });
+
+  it("given an event with trace metadata, when a reactor applies it, then the apply runs in the event's trace, with the reactor's log fields", async () => {
+    const seen = await inLogContext(
+      { reactor: 'r' },
+      async () => {
+        await Promise.resolve();
+        await log.append('thing-5', [ev('e5')], 'no_stream');
+        return { traceId: activeTraceId(), fields: { ...logFields() } };
+      },
+      eventTrace({ traceparent: `00-${TRACE}-${PARENT}-01` }),
+    );
+
+    expect(seen).toEqual({ traceId: TRACE, fields: { reactor: 'r' } });
+    const [stored] = (await log.read('thing-5')).events;
+    expect(stored.metadata).toEqual({ traceparent: `00-${TRACE}-${PARENT}-01` });
+    expect(eventTrace(undefined)).toBeUndefined();
+    expect(eventTrace({ other: 'x' })).toBeUndefined();
+    // Malformed metadata gives no trace, not an error.
+    expect(inLogContext({}, () => activeTraceId(), eventTrace({ traceparent: 'garbage' }))).toBeUndefined();
   });
 
   it('reads back what it writes: metadata with a tracestate, and rejects an invalid or all-zero traceparent', () => {

@@ -48,7 +48,9 @@ function dropsUnder(parent: Context): boolean {
  */
 class SharedContextManager implements ContextManager {
   active(): Context {
-    return (storedTraceContext() as Context | undefined) ?? ROOT_CONTEXT;
+    const stored = storedTraceContext();
+    if (stored === undefined) return ROOT_CONTEXT;
+    return stored instanceof EventTrace ? stored.context() : (stored as Context);
   }
 
   with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
@@ -308,14 +310,28 @@ export function contextOfEvent(metadata: EventMetadata | undefined): Context | u
 }
 
 /**
- * Runs `fn` in the trace context a log event's metadata carries (none: as it is). No span of its
- * own: a reactor applies every event it follows, most without acting on it, and a span per event
- * per reactor would cost more than all the others together; what it does about the event (a timer,
- * an append) makes the spans.
+ * The trace context a log event's metadata carries, parsed when first asked for. A reactor
+ * applies every event it follows in its event's trace, most without acting on it: only what does
+ * act (a timer, an append, a log line's trace id) reads the context, so most events cost no parse.
  */
-export function inEventTrace<T>(metadata: EventMetadata | undefined, fn: () => T): T {
-  const parent = contextOfEvent(metadata);
-  return parent ? context.with(parent, fn) : fn();
+class EventTrace {
+  private parsed: Context | undefined;
+
+  constructor(private readonly metadata: EventMetadata) {}
+
+  context(): Context {
+    return (this.parsed ??= contextOfEvent(this.metadata) ?? ROOT_CONTEXT);
+  }
+}
+
+/**
+ * The trace context to apply a log event in, for `inLogContext`: undefined without tracing or
+ * without trace metadata. No span of its own: a span per event per reactor would cost more than
+ * all the others together; what the reactor does about the event (a timer, an append) makes them.
+ */
+export function eventTrace(metadata: EventMetadata | undefined): unknown {
+  if (!tracingOn() || metadata?.['traceparent'] === undefined) return undefined;
+  return new EventTrace(metadata);
 }
 
 /**
