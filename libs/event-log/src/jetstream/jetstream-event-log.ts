@@ -82,10 +82,15 @@ export interface JetStreamEventLogOptions {
   readonly stallMs?: number;
 }
 
-/** One append is stored as one message: JetStream 2.9 has no atomic batch publish. */
+/**
+ * One append is stored as one message: JetStream 2.9 has no atomic batch publish. The append's
+ * metadata (a trace context) rides in the envelope, which every reader parses anyway: as a
+ * header it cost every reader a header line to decode for every event it read.
+ */
 interface CommitEnvelope<E> {
   readonly v: 1;
   readonly events: E[];
+  readonly meta?: EventMetadata;
 }
 
 const HEADER_ROOM = 16 * 1024;
@@ -109,7 +114,10 @@ const PREV_HEADER = 'Conclave-Prev-Seq';
  * before the header existed are envelopes and are read as they always were.
  */
 const COMMIT_HEADER = 'Conclave-Commit';
-/** Each metadata entry of an append is a header `Conclave-Meta-<key>` of its commit message. */
+/**
+ * Where commits appended before the envelope's `meta` kept their metadata: a header
+ * `Conclave-Meta-<key>` per entry. Still read; no longer written.
+ */
 const META_HEADER = 'Conclave-Meta-';
 
 /**
@@ -228,11 +236,14 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
       }
       lastSubjectSequence = Number(expected);
     }
-    const payload = this.codec.encode({ v: 1, events: events as E[] });
-    if (payload.byteLength > this.maxAppendBytes) {
+    // The limit is on the events: the metadata's room (16 entries of 512 characters at most) is in HEADER_ROOM.
+    const envelope = JSON.stringify({ v: 1, events });
+    const size = Buffer.byteLength(envelope);
+    if (size > this.maxAppendBytes) {
       const sizes = events.map((e) => Buffer.byteLength(JSON.stringify(e)));
-      throw new EventTooLargeError(stream, payload.byteLength, this.maxAppendBytes, largestEventId(events, sizes));
+      throw new EventTooLargeError(stream, size, this.maxAppendBytes, largestEventId(events, sizes));
     }
+    const payload = Buffer.from(metadata ? `${envelope.slice(0, -1)},"meta":${JSON.stringify(metadata)}}` : envelope);
     const msgID = commitKey(events);
     const last = events.length - 1;
     try {
@@ -242,7 +253,6 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
       // `append`, not `set`: the headers are new, and `set` searches them to delete first.
       h.append(COMMIT_HEADER, '1');
       if (lastSubjectSequence !== undefined) h.append(PREV_HEADER, String(lastSubjectSequence));
-      for (const [k, v] of Object.entries(metadata ?? {})) h.append(META_HEADER + k, v);
       const ack = await this.js.publish(subject, payload, {
         headers: h,
         msgID,
@@ -282,7 +292,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     const chain = await this.walkChain(stream, subject, head);
     const events: StoredEvent<E>[] = [];
     if (chain) {
-      for (const m of chain) events.push(...this.unpack(stream, category, m.seq, m.data, prevOf(m.header), metadataOf(m.header), m.header));
+      for (const m of chain) events.push(...this.unpack(stream, category, m.seq, m.data, prevOf(m.header), m.header));
     } else {
       await this.scanSubject(stream, category, subject, head.seq, events);
     }
@@ -348,7 +358,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     const deliver = async (m: JsMsg): Promise<void> => {
       const { stream, category } = this.streamOfSubject(m.subject);
       if (matches(category)) {
-        const events = this.unpack(stream, category, m.seq, m.data, prevOf(m.headers), metadataOf(m.headers), m.headers);
+        const events = this.unpack(stream, category, m.seq, m.data, prevOf(m.headers), m.headers);
         handling = true;
         try {
           for (const e of events) {
@@ -588,17 +598,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     try {
       for await (const m of sub) {
         if (m.seq > lastSeq) break;
-        into.push(
-          ...this.unpack(
-            stream,
-            category,
-            m.seq,
-            m.data,
-            before === undefined ? 'no_stream' : String(before),
-            metadataOf(m.headers),
-            m.headers,
-          ),
-        );
+        into.push(...this.unpack(stream, category, m.seq, m.data, before === undefined ? 'no_stream' : String(before), m.headers));
         before = m.seq;
         if (m.seq === lastSeq) break;
       }
@@ -623,7 +623,6 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     seq: number,
     data: Uint8Array,
     previous: StreamVersion | 'no_stream' | undefined,
-    metadata: EventMetadata | undefined,
     header: MsgHdrs | undefined,
   ): StoredEvent<E>[] {
     const record = `${this.streamName}#${seq}`;
@@ -633,7 +632,8 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     let cause: unknown;
     try {
       envelope = this.codec.decode(data);
-      if (!envelope || envelope.v !== 1 || !Array.isArray(envelope.events)) problem = 'not a commit envelope (v: 1, events: [...])';
+      if (!envelope || envelope.v !== 1 || !Array.isArray(envelope.events) || !isMetadata(envelope.meta))
+        problem = 'not a commit envelope (v: 1, events: [...])';
     } catch (e) {
       problem = 'not JSON';
       cause = e;
@@ -645,6 +645,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     }
     const version = String(seq);
     const last = envelope.events.length - 1;
+    const metadata = envelope.meta ?? metadataOf(header);
     return envelope.events.map((event, i) => ({
       stream,
       category,
@@ -674,7 +675,15 @@ function prevOf(h: MsgHdrs | undefined): StreamVersion | 'no_stream' | undefined
   return prev === '0' ? 'no_stream' : prev;
 }
 
-/** The commit's metadata from its `Conclave-Meta-*` headers; undefined when it has none. */
+/** An envelope's `meta`: absent, or an object of strings. */
+function isMetadata(meta: unknown): boolean {
+  if (meta === undefined) return true;
+  if (!meta || typeof meta !== 'object' || Array.isArray(meta)) return false;
+  for (const v of Object.values(meta)) if (typeof v !== 'string') return false;
+  return true;
+}
+
+/** An older commit's metadata, from its `Conclave-Meta-*` headers; undefined when it has none. */
 function metadataOf(h: MsgHdrs | undefined): EventMetadata | undefined {
   if (!h) return undefined;
   let metadata: Record<string, string> | undefined;

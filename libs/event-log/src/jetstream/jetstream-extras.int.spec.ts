@@ -175,6 +175,42 @@ describe('JetStreamEventLog specifics', () => {
     await expect(t.log.read(stream)).rejects.toBeInstanceOf(CorruptRecordError);
   });
 
+  it("keeps an append's metadata in its commit envelope, and still reads the headers of a commit stored before the envelope held it", async () => {
+    const stream = `proposal-${ulid()}`;
+    const traceparent = `00-${'1'.repeat(32)}-${'2'.repeat(16)}-01`;
+    // Given: a commit as an older version of the log stored it, its metadata in headers.
+    const h = headers();
+    h.set('Conclave-Commit', '1');
+    h.set('Conclave-Prev-Seq', '0');
+    h.set('Conclave-Meta-traceparent', traceparent);
+    const old = await t.connections[0]
+      .jetstream()
+      .publish(t.log.subjectOf(stream), new TextEncoder().encode(JSON.stringify({ v: 1, events: [ev('Old')] })), { headers: h });
+    // When: the current log appends after it, with metadata.
+    const { version } = await t.log.append(stream, [ev('New')], String(old.seq), { metadata: { traceparent, tracestate: 'a=1' } });
+
+    // Then: both commits read back with their metadata, the new one from its envelope.
+    const read = await t.log.read(stream);
+    expect(read.events.map((e) => [e.event.type, e.metadata])).toEqual([
+      ['Old', { traceparent }],
+      ['New', { traceparent, tracestate: 'a=1' }],
+    ]);
+    const stored = await t.connections[0]
+      .jetstreamManager()
+      .then((jsm) => jsm.streams.getMessage(t.log.streamName, { seq: Number(version) }));
+    expect(JSON.parse(new TextDecoder().decode(stored.data)).meta).toEqual({ traceparent, tracestate: 'a=1' });
+    expect(stored.header.keys().filter((k) => k.startsWith('Conclave-Meta-'))).toEqual([]);
+  });
+
+  it("given a commit of this log whose envelope's meta is not an object of strings, when a reader folds it, then it is corruption", async () => {
+    const stream = `proposal-${ulid()}`;
+    const h = headers();
+    h.set('Conclave-Commit', '1');
+    const body = JSON.stringify({ v: 1, events: [ev('A')], meta: { traceparent: 7 } });
+    await t.connections[0].jetstream().publish(t.log.subjectOf(stream), new TextEncoder().encode(body), { headers: h });
+    await expect(t.log.read(stream)).rejects.toBeInstanceOf(CorruptRecordError);
+  });
+
   it('reads that decide (version, read) go to the stream leader, never to a direct get that a lagging replica may serve', async () => {
     const stream = `proposal-${ulid()}`;
     const v = (await t.log.append(stream, [ev('A')], 'no_stream')).version;
