@@ -145,6 +145,19 @@ describe('tracing: a run resumed after a restart stays in its trace', () => {
     ).toEqual([true, 'decided'].sort());
     const stages = exporter.getFinishedSpans().filter((s) => s.name === 'council.stage' && s.attributes['conclave.run_id'] === runId);
     expect(new Set(stages.map((s) => s.spanContext().traceId))).toEqual(new Set([traceId]));
+
+    // The review task still open at the kill: the new controller gives it a task span (which its
+    // resend carries), in the same trace, under its own review stage, ended by the answer.
+    const reviewTask = slow.tasks.find((t) => t.stage === 'review')?.task_id;
+    const taskSpans = exporter
+      .getFinishedSpans()
+      .filter((s) => s.name === 'council.task' && s.attributes['conclave.council.task_id'] === reviewTask);
+    const resumed = taskSpans.find((s) => s.attributes['conclave.council.task_resumed'] === true);
+    expect(taskSpans).toHaveLength(2);
+    expect(resumed?.spanContext().traceId).toBe(traceId);
+    expect(resumed?.attributes['conclave.council.task_status']).toBe('answered');
+    const resumedStage = stages.find((s) => s.spanContext().spanId === resumed?.parentSpanContext?.spanId);
+    expect(resumedStage?.attributes).toMatchObject({ 'conclave.council.stage': 'review' });
   });
 });
 

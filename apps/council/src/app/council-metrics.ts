@@ -117,8 +117,16 @@ export class RunSpans {
       this.tasks.delete(taskId);
       openTasks.delete(taskId);
     }
-    if (after.status === 'running') this.enter(after.stage, after.round);
-    else this.end({ 'conclave.council.terminal_state': after.terminal.terminal_state, 'conclave.council.reason': after.terminal.reason });
+    if (after.status === 'running') {
+      this.enter(after.stage, after.round);
+      // Tasks issued before this loop held the run (a restart, another replica) get a span from
+      // now, so a resend carries a traceparent and the settlement has a span to end.
+      for (const taskId of after.task_order) {
+        const task = after.tasks[taskId];
+        if (task.status === 'issued' && task.stage === after.stage && task.round === after.round && !this.tasks.has(taskId))
+          this.issue(taskId, task.member_id, task.stage, task.round, { 'conclave.council.task_resumed': true });
+      }
+    } else this.end({ 'conclave.council.terminal_state': after.terminal.terminal_state, 'conclave.council.reason': after.terminal.reason });
   }
 
   /** The loop stopped without the run ending (shutdown, lease lost): what is open ends here. */
@@ -166,7 +174,7 @@ export class RunSpans {
     this.stage = { span, ctx: trace.setSpan(this.run.ctx, span), stage, round };
   }
 
-  private issue(taskId: string, memberId: string, stage: CouncilStage, round: number): void {
+  private issue(taskId: string, memberId: string, stage: CouncilStage, round: number, extra: Attributes = {}): void {
     if (this.tasks.has(taskId)) return;
     this.enter(stage, round);
     const parent = this.stage?.ctx ?? this.run?.ctx;
@@ -181,6 +189,7 @@ export class RunSpans {
           'conclave.council.round': round,
           'conclave.council.member_id': memberId,
           'conclave.council.task_id': taskId,
+          ...extra,
         },
       },
       parent,

@@ -134,7 +134,8 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
 /**
  * The headers carrying the trace context of a task's open `council.task` span, through the
  * configured propagators (W3C by default), as for every NATS message the services send; undefined
- * with tracing off or no such span (a task resent after a restart was issued by another process).
+ * with tracing off or no such span (the task settled meanwhile). A controller that resumes a run
+ * opens spans for its open tasks before resending them (RunSpans.reconcile).
  */
 function taskHeaders(taskId: string): MsgHdrs | undefined {
   if (!tracingOn()) return undefined;

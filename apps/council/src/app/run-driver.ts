@@ -161,7 +161,11 @@ class RunLoop {
   /** Steps the controller; with `resend`, first resends the tasks issued but unanswered (after a restart). */
   kick(resend = false): void {
     this.exec(async () => {
-      if (resend) for (const t of pendingTaskRequests(this.state, this.subjectPrefix)) this.send(t.request);
+      if (resend) {
+        // The run's spans first: a resent task carries its task span's traceparent.
+        this.spans.reconcile(this.state);
+        for (const t of pendingTaskRequests(this.state, this.subjectPrefix)) this.send(t.request);
+      }
       await this.step();
     }).catch((err: unknown) => this.failed('step', err));
   }
