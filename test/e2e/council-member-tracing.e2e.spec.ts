@@ -113,6 +113,17 @@ describe('tracing: a council member continues the trace of the task it answers',
       const answers = answersOnWire.seen.filter((m) => m.taskId === taskId);
       expect(answers.length).toBeGreaterThan(0);
       for (const a of answers) expect(a.traceparent).toBe(`00-${traceId}-${member.spanContext().spanId}-01`);
+      // The controller's receipt of the answer: a SERVER span continuing it, as for every command.
+      const received = spans.filter((s) => s.name === 'v1.answers' && s.parentSpanContext?.spanId === member.spanContext().spanId);
+      expect(received.length).toBeGreaterThan(0);
+      for (const r of received) {
+        expect(r.kind).toBe(SpanKind.SERVER);
+        expect(r.spanContext().traceId).toBe(traceId);
+        expect(r.attributes).toMatchObject({
+          'conclave.run_id': runId,
+          'messaging.destination.name': `${c.prefix}.v1.answers.${task?.member_id}`,
+        });
+      }
     }
     expect(memberSpans.map((s) => s.attributes['conclave.council.task_id']).sort()).toEqual(taskIds);
     tasksOnWire.sub.unsubscribe();

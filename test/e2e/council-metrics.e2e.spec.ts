@@ -57,6 +57,8 @@ describe('observability: council run metrics', () => {
     expect(tokens % 100).toBe(0);
     expect(sample(text, /^conclave_council_cost_total\{service="council"\}/)).toBe(tokens / 200);
     expect(sample(text, /^conclave_eventlog_appends_total\{category="council-run",result="ok",service="council"\}/)).toBeGreaterThan(3);
+    // Member answers are requests like any other, counted under one subject (no member id in the label).
+    expect(sample(text, /^conclave_api_requests_total\{subject="v1.answers",service="council"\}/)).toBeGreaterThanOrEqual(5);
     expect(text).not.toContain(runId);
   });
 });

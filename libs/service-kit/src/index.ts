@@ -44,6 +44,7 @@ export type { SnapshotPolicy } from './lib/reactor';
 // metrics, structured logs (docs/operations.md)
 export { ConclaveMetrics, METRICS, processMetrics } from './lib/metrics';
 export { trackTimerQueue } from './lib/metrics-timers';
+export type { RequestObserver } from './lib/metrics-requests';
 export { formatLine, idIn, inLogContext, logFields, loggingModule, textLines, withLogFields } from './lib/logging';
 export type { LogFields } from './lib/logging';
 export { activeTraceId, startTracing, stopTracing, tracingOn, tracingWantedBy } from './lib/tracing';

@@ -10,8 +10,8 @@ import {
   isReplyInbox,
 } from '@conclave/messaging';
 import { AcpError } from '@conclave/acp-protocol';
-import { CommandContext, NATS_CONNECTION, SERVICE_CONFIG, tracingOn } from '@conclave/service-kit';
-import type { CommandRequest } from '@conclave/service-kit';
+import { CommandContext, NATS_CONNECTION, REQUEST_OBSERVER, SERVICE_CONFIG, tracingOn } from '@conclave/service-kit';
+import type { CommandRequest, RequestObserver } from '@conclave/service-kit';
 import { propagation } from '@opentelemetry/api';
 import { headers, Msg, MsgHdrs, NatsConnection, Subscription } from 'nats';
 import { CouncilConfig } from './council.config';
@@ -19,6 +19,8 @@ import { taskTraceContext } from './council-metrics';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+/** The answers' name in the request metrics, spans and log lines (the member id stays out of the label). */
+const ANSWER_PATTERN = 'v1.answers';
 
 export type AnswerHandler = (memberId: string, body: unknown) => Promise<MemberVerdict>;
 
@@ -44,6 +46,7 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     @Inject(SERVICE_CONFIG) private readonly config: CouncilConfig,
     private readonly context: CommandContext,
+    @Inject(REQUEST_OBSERVER) private readonly observer: RequestObserver,
   ) {
     this.subjects = councilSubjects(config.councilPrefix);
     this.stream = acpStreamNames(config.streamSuffix).councilTasks;
@@ -103,31 +106,52 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
     if (sub && !this.nc.isClosed()) await sub.drain().catch(() => undefined);
   }
 
+  /**
+   * One answer, through the service's request observers like every command (its metrics under
+   * `v1.answers`, a SERVER span continuing the member's `traceparent`, its log context).
+   */
   private async onAnswer(msg: Msg, handle: AnswerHandler): Promise<void> {
-    const memberId = msg.subject.split('.').pop() as string;
+    const started = performance.now();
+    let body: unknown;
+    try {
+      body = JSON.parse(decoder.decode(msg.data));
+    } catch {
+      body = undefined;
+    }
+    const observed = { pattern: ANSWER_PATTERN, subject: msg.subject, headers: msg.headers, body };
+    const answer = () => this.verdictOf(msg, body, handle);
     let verdict: MemberVerdict;
+    try {
+      verdict = this.observer.around ? await this.observer.around(observed, answer) : await answer();
+    } catch (err) {
+      // verdictOf answers every failure itself: this is an observer's.
+      this.logger.error(`answer on ${msg.subject} failed outside its handler: ${(err as Error)?.message}`);
+      verdict = { ok: false, retry: true, error: { code: 'INTERNAL', message: 'the answer could not be recorded; send it again' } };
+    }
+    // Only into an inbox: the reply subject is the sender's choice (see isReplyInbox).
+    if (isReplyInbox(msg.reply) && !this.nc.isClosed()) msg.respond(encoder.encode(JSON.stringify(verdict)));
+    try {
+      this.observer.replied?.(observed, verdict, (performance.now() - started) / 1000);
+    } catch (err) {
+      this.logger.warn(`request observer failed: ${(err as Error)?.message}`);
+    }
+  }
+
+  private async verdictOf(msg: Msg, body: unknown, handle: AnswerHandler): Promise<MemberVerdict> {
+    const memberId = msg.subject.split('.').pop() as string;
     try {
       // The edge of the member API: an answer counts only from the member its subject names (a
       // signature by that member's key where authentication is required).
       const request: CommandRequest = { getSubject: () => msg.subject, getRawBody: () => msg.data, getHeaders: () => msg.headers };
       await this.context.actAs(await this.context.authenticate(request, memberId), memberId, 'member_id');
-      let body: unknown;
-      try {
-        body = JSON.parse(decoder.decode(msg.data));
-      } catch {
-        throw new CouncilError('SCHEMA_VIOLATION', 'the answer is not JSON');
-      }
-      verdict = await handle(memberId, body);
+      if (body === undefined) throw new CouncilError('SCHEMA_VIOLATION', 'the answer is not JSON');
+      return await handle(memberId, body);
     } catch (err) {
-      if (err instanceof CouncilError || err instanceof AcpError) verdict = { ok: false, retry: false, error: err.toJSON() };
-      else {
-        // Not the member's fault (the log is unavailable, the replica is stopping): answer again later.
-        this.logger.warn(`answer from ${memberId} not handled: ${(err as Error).message}`);
-        verdict = { ok: false, retry: true, error: { code: 'INTERNAL', message: 'the answer could not be recorded; send it again' } };
-      }
+      if (err instanceof CouncilError || err instanceof AcpError) return { ok: false, retry: false, error: err.toJSON() };
+      // Not the member's fault (the log is unavailable, the replica is stopping): answer again later.
+      this.logger.warn(`answer from ${memberId} not handled: ${(err as Error).message}`);
+      return { ok: false, retry: true, error: { code: 'INTERNAL', message: 'the answer could not be recorded; send it again' } };
     }
-    // Only into an inbox: the reply subject is the sender's choice (see isReplyInbox).
-    if (isReplyInbox(msg.reply) && !this.nc.isClosed()) msg.respond(encoder.encode(JSON.stringify(verdict)));
   }
 }
 

@@ -3,12 +3,11 @@ import { NestFactory } from '@nestjs/core';
 import { NatsConnection } from 'nats';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { PlainJsonNatsServer } from '@conclave/messaging';
-import { NATS_CONNECTION } from './tokens';
+import { NATS_CONNECTION, REQUEST_OBSERVER } from './tokens';
 import { ServiceConfig } from './service-config';
 import { loggingModule } from './logging';
-import { ConclaveMetrics } from './metrics';
-import { combineObservers, logContextObserver, metricsObserver } from './metrics-requests';
-import { startTracing, tracingObserver, tracingWantedBy } from './tracing';
+import type { RequestObserver } from './metrics-requests';
+import { startTracing, tracingWantedBy } from './tracing';
 import { applyHttpEdge } from './http-edge';
 import { Readiness } from './readiness';
 import { StartProgress, watchStart } from './start-watch';
@@ -83,7 +82,7 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
     exitOnFatal: options.config.exitOnFatal === 'true',
   });
   try {
-    await startServing(app, options, instrumented);
+    await startServing(app, options);
   } finally {
     endWatch();
   }
@@ -92,16 +91,14 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
 }
 
 /** The command server and HTTP, after the bootstrap hooks (catch-up) that `listen` runs. */
-async function startServing(app: INestApplication, options: BootstrapOptions, instrumented: boolean): Promise<void> {
+async function startServing(app: INestApplication, options: BootstrapOptions): Promise<void> {
   if (options.commands) {
     app.connectMicroservice(
       {
         strategy: new PlainJsonNatsServer({
           connection: app.get<NatsConnection>(NATS_CONNECTION),
           ...options.commands,
-          observer: instrumented
-            ? combineObservers(metricsObserver(app.get(ConclaveMetrics)), tracingObserver(), logContextObserver())
-            : logContextObserver(),
+          observer: app.get<RequestObserver>(REQUEST_OBSERVER),
         }),
       },
       { inheritAppConfig: true },

@@ -2,7 +2,8 @@ import { Logger } from '@nestjs/common';
 import type { PlainJsonNatsServerOptions } from '@conclave/messaging';
 import { idIn, inLogContext } from './logging';
 import { ConclaveMetrics, METRICS, type Increment, type Observe } from './metrics';
-import { activeTraceId } from './tracing';
+import type { ServiceConfig } from './service-config';
+import { activeTraceId, tracingObserver } from './tracing';
 
 export type RequestObserver = NonNullable<PlainJsonNatsServerOptions['observer']>;
 type ObservedRequest = Parameters<NonNullable<RequestObserver['replied']>>[0];
@@ -85,6 +86,17 @@ export function traceIdOf(request: Pick<ObservedRequest, 'headers'>): string | u
   const header = request.headers?.get('traceparent');
   const m = header ? /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(header) : null;
   return m ? m[1] : undefined;
+}
+
+/**
+ * What every request of a service passes through: with instrumentation on, its metrics, its span
+ * and its log context; off, its log context only. Given to the command server, and to any other
+ * edge that takes requests (the council's member answers).
+ */
+export function requestObserverFor(config: Pick<ServiceConfig, 'instrumentation'>, metrics: ConclaveMetrics): RequestObserver {
+  return config.instrumentation !== 'off'
+    ? combineObservers(metricsObserver(metrics), tracingObserver(), logContextObserver())
+    : logContextObserver();
 }
 
 /** Observers one inside the other: the first one's `around` outermost. */

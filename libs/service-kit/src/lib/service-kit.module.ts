@@ -8,8 +8,9 @@ import { ServiceConfig } from './service-config';
 import { createEventLog, eventLogProviders } from './event-log.provider';
 import { ConclaveMetrics } from './metrics';
 import { MeteredEventLog } from './metrics-event-log';
+import { requestObserverFor } from './metrics-requests';
 import { TracingFlush } from './tracing';
-import { EVENT_LOG, FATAL, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_NAME } from './tokens';
+import { EVENT_LOG, FATAL, NATS_CONNECTION, REQUEST_OBSERVER, SERVICE_CONFIG, SERVICE_NAME } from './tokens';
 import { fatalHandlerFor, Reactors } from './reactor';
 import { runtimeProviders } from './runtime';
 import { StartProgress } from './start-watch';
@@ -83,6 +84,11 @@ export class ServiceKitModule {
           useFactory: async (c: ServiceConfig, nc: NatsConnection, metrics: ConclaveMetrics) =>
             metrics.enabled ? new MeteredEventLog(await createEventLog(c, nc), metrics) : createEventLog(c, nc),
         },
+        {
+          provide: REQUEST_OBSERVER,
+          inject: [SERVICE_CONFIG, ConclaveMetrics],
+          useFactory: (c: ServiceConfig, metrics: ConclaveMetrics) => requestObserverFor(c, metrics),
+        },
         NatsConnectionCloser,
         TracingFlush,
         { provide: FATAL, useValue: fatalHandlerFor(config) },
@@ -98,6 +104,7 @@ export class ServiceKitModule {
         NATS_CONNECTION,
         Readiness,
         ConclaveMetrics,
+        REQUEST_OBSERVER,
         ...runtimeProviders.map((p) => (p as { provide: symbol }).provide),
         ...eventLogProviders.map((p) => (p as { provide: symbol }).provide),
       ],

@@ -9,3 +9,5 @@ export const IDS = Symbol('IDS');
 export const DECIDER_CONFIG = Symbol('DECIDER_CONFIG');
 export const FATAL = Symbol('FATAL');
 export const SNAPSHOTS = Symbol('SNAPSHOTS');
+/** The observers around every NATS API request (metrics, tracing, log context): one chain for every edge that takes requests. */
+export const REQUEST_OBSERVER = Symbol('REQUEST_OBSERVER');
