@@ -1,14 +1,6 @@
-import {
-  createTraceState,
-  ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Span,
-  type Tracer,
-  type TracerProvider,
-} from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type Tracer, type TracerProvider } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
+import { w3cSpanContext } from '@conclave/messaging';
 import { headers, type MsgHdrs } from 'nats';
 
 const TRACER = 'conclave-sdk';
@@ -62,8 +54,6 @@ function traceparentOf(span: Span): string {
   return `00-${traceId}-${spanId}-01`;
 }
 
-const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
-
 /**
  * A CONSUMER span for one stream message a reader received, continuing the trace its W3C
  * `traceparent` header carries (the outbox's publish); the caller ends it when the message is
@@ -73,17 +63,8 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 export function receiveSpan(tracer: Tracer, subject: string, h: MsgHdrs | undefined): Span | undefined {
   // Parsed here, not by the global propagator: a tracer provider given to the client works without
   // one registered. (Services configured with another propagator than W3C's break the chain here.)
-  const m = TRACEPARENT.exec(h?.get('traceparent') ?? '');
-  if (!m) return undefined;
-  const state = h?.get('tracestate');
-  const spanContext = {
-    traceId: m[1],
-    spanId: m[2],
-    traceFlags: parseInt(m[3], 16),
-    isRemote: true,
-    ...(state ? { traceState: createTraceState(state) } : {}),
-  };
-  if (!trace.isSpanContextValid(spanContext)) return undefined;
+  const spanContext = w3cSpanContext(h?.get('traceparent'), h?.get('tracestate') || undefined);
+  if (!spanContext) return undefined;
   const parent = trace.setSpanContext(ROOT_CONTEXT, spanContext);
   return tracer.startSpan(
     `receive ${subject}`,

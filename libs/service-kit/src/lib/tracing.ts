@@ -1,7 +1,6 @@
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import {
   context,
-  createTraceState,
   propagation,
   ROOT_CONTEXT,
   Span,
@@ -15,6 +14,7 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import type { EventMetadata } from '@conclave/event-log';
+import { w3cSpanContext } from '@conclave/messaging';
 import { NodeSDK, tracing } from '@opentelemetry/sdk-node';
 import type { MsgHdrs } from 'nats';
 import { idIn, storedTraceContext, withTraceContext } from './logging';
@@ -253,8 +253,6 @@ export function producerSpan<T>(
   return settle(span, () => send(carrier));
 }
 
-const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
-
 /**
  * The active trace context as event metadata (`traceparent`, and `tracestate` when there is one),
  * for an append to store beside its events; undefined without tracing or an active span. The
@@ -294,19 +292,12 @@ export function contextOfEvent(metadata: EventMetadata | undefined): Context | u
   if (traceparent === undefined) return undefined;
   const keys = Object.keys(metadata).length;
   const state = metadata['tracestate'];
-  const m = keys === 1 || (keys === 2 && state !== undefined) ? TRACEPARENT.exec(traceparent) : null;
-  if (!m) {
-    const ctx = propagation.extract(ROOT_CONTEXT, metadata, metadataGetter);
-    return trace.getSpanContext(ctx) ? ctx : undefined;
+  if (keys === 1 || (keys === 2 && state !== undefined)) {
+    const spanContext = w3cSpanContext(traceparent, state);
+    return spanContext ? trace.setSpanContext(ROOT_CONTEXT, spanContext) : undefined;
   }
-  const spanContext = {
-    traceId: m[1],
-    spanId: m[2],
-    traceFlags: parseInt(m[3], 16),
-    isRemote: true,
-    ...(state ? { traceState: createTraceState(state) } : {}),
-  };
-  return trace.isSpanContextValid(spanContext) ? trace.setSpanContext(ROOT_CONTEXT, spanContext) : undefined;
+  const ctx = propagation.extract(ROOT_CONTEXT, metadata, metadataGetter);
+  return trace.getSpanContext(ctx) ? ctx : undefined;
 }
 
 /**
