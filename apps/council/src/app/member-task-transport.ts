@@ -21,6 +21,12 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 /** The answers' name in the request metrics, spans and log lines (the member id stays out of the label). */
 const ANSWER_PATTERN = 'v1.answers';
+/** An answer not recorded through no fault of the member (the log unavailable, the replica stopping): send it again. */
+const ANSWER_AGAIN: MemberVerdict = {
+  ok: false,
+  retry: true,
+  error: { code: 'INTERNAL', message: 'the answer could not be recorded; send it again' },
+};
 
 export type AnswerHandler = (memberId: string, body: unknown) => Promise<MemberVerdict>;
 
@@ -126,7 +132,7 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
     } catch (err) {
       // verdictOf answers every failure itself: this is an observer's.
       this.logger.error(`answer on ${msg.subject} failed outside its handler: ${(err as Error)?.message}`);
-      verdict = { ok: false, retry: true, error: { code: 'INTERNAL', message: 'the answer could not be recorded; send it again' } };
+      verdict = ANSWER_AGAIN;
     }
     // Only into an inbox: the reply subject is the sender's choice (see isReplyInbox).
     if (isReplyInbox(msg.reply) && !this.nc.isClosed()) msg.respond(encoder.encode(JSON.stringify(verdict)));
@@ -150,7 +156,7 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
       if (err instanceof CouncilError || err instanceof AcpError) return { ok: false, retry: false, error: err.toJSON() };
       // Not the member's fault (the log is unavailable, the replica is stopping): answer again later.
       this.logger.warn(`answer from ${memberId} not handled: ${(err as Error).message}`);
-      return { ok: false, retry: true, error: { code: 'INTERNAL', message: 'the answer could not be recorded; send it again' } };
+      return ANSWER_AGAIN;
     }
   }
 }

@@ -3,7 +3,7 @@ import type { DecisionEvent, EscalationMetadata, LineageNode, Proposal, Proposal
 import { councilRunIdForProposal, DELIBERATION_PAYLOAD_KEY } from '@conclave/council-protocol';
 import { acpStreamNames, acpSubjects, AcpSubjects, ErrorReply, OkReply } from '@conclave/messaging';
 import { AckPolicy, Authenticator, connect, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
-import type { TracerProvider } from '@opentelemetry/api';
+import type { Tracer, TracerProvider } from '@opentelemetry/api';
 import { ulid } from 'ulid';
 import { ConclaveError, ConclaveUnavailableError } from './conclave-error';
 import { bindFeed, readConsumer, withJetStreamApiPrefix } from './feeds';
@@ -341,7 +341,7 @@ export class ConclaveClient {
     if (options.bind) {
       if (!options.durable) throw new TypeError('bind needs the durable name of the provisioned feed');
       const feed = await bindFeed(this.nc, stream, options.durable, options.domain ? filter : undefined);
-      return yield* readConsumer(feed, parse, sdkTracer(this.options.tracerProvider), options.signal);
+      return yield* readConsumer(feed, parse, this.tracer(), options.signal);
     }
     const js: JetStreamClient = this.nc.jetstream();
     const jsm: JetStreamManager = await this.nc.jetstreamManager();
@@ -359,7 +359,7 @@ export class ConclaveClient {
       : await jsm.consumers.add(stream, config);
     const consumer = await js.consumers.get(stream, info.name);
     try {
-      yield* readConsumer(consumer, parse, sdkTracer(this.options.tracerProvider), options.signal);
+      yield* readConsumer(consumer, parse, this.tracer(), options.signal);
     } finally {
       if (!options.durable) await jsm.consumers.delete(stream, info.name).catch(() => undefined);
     }
@@ -397,11 +397,16 @@ export class ConclaveClient {
     return this.request<T>(this.subjects.command(name), body);
   }
 
+  /** The tracer of the SDK's spans: from the `tracerProvider` option, else the global provider. */
+  private tracer(): Tracer {
+    return sdkTracer(this.options.tracerProvider);
+  }
+
   private async request<T extends object>(subject: string, body: object): Promise<T> {
     const bytes = encoder.encode(JSON.stringify(body));
     const sign = this.options.sign ?? this.options.signer;
     const extra = sign ? await sign(subject, bytes) : undefined;
-    return withTraceHeaders(sdkTracer(this.options.tracerProvider), subject, async (h) => {
+    return withTraceHeaders(this.tracer(), subject, async (h) => {
       let data: Uint8Array;
       try {
         for (const [k, v] of Object.entries(extra ?? {})) h.set(k, v);
