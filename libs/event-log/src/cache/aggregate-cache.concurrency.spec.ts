@@ -91,6 +91,60 @@ describe('AggregateCache: a read racing its own subscription', () => {
   });
 });
 
+/** A log that lets the next append in whatever version it expects, as a clustered JetStream can during a leader election. */
+function admittingStale(log: InMemoryEventLog<TestEvent>): { log: EventLog<TestEvent>; admitNext: () => void } {
+  let admit = false;
+  const append: EventLog<TestEvent>['append'] = (stream, events, expected, metadata) => {
+    const e = admit ? 'any' : expected;
+    admit = false;
+    return log.append(stream, events, e, metadata);
+  };
+  return {
+    log: new Proxy(log, { get: (t, p) => (p === 'append' ? append : (t as never)[p]) }) as EventLog<TestEvent>,
+    admitNext: () => (admit = true),
+  };
+}
+
+describe('AggregateCache: an append the log let in on a stale version', () => {
+  it('given a writer whose append was let in after another commit it never saw, when the subscription delivers that commit, then the entry is evicted and the next load folds both', async () => {
+    // Given an entry at a1, another writer's b at the same expected version, and this writer's c let in after it
+    const base = new InMemoryEventLog<TestEvent>();
+    const { log, admitNext } = admittingStale(base);
+    const cache = new AggregateCache(log, options); // fed by hand below, in the order that loses b
+    await base.append('proposal-F', [ev('a1')], 'no_stream');
+    await cache.reload('proposal-F');
+    await base.append('proposal-F', [ev('b')], '0');
+    admitNext();
+    await cache.append('proposal-F', [ev('c')], '0');
+
+    // When the subscription delivers b, then c
+    const stored = (await base.read('proposal-F')).events;
+    cache.feed(stored[1]);
+    cache.feed(stored[2]);
+
+    // Then the entry folded without b is gone, and a load reads both from the log
+    expect(cache.stats.gaps).toBe(1);
+    const loaded = await cache.load('proposal-F', { freshness: 'cache' });
+    expect(loaded.cached).toBe(false);
+    expect(loaded.state.ids).toEqual(['a1', 'b', 'c']);
+  });
+
+  it('given an append of several events that this writer folded ahead of the subscription, when the subscription delivers them, then the entry is kept', async () => {
+    const log = new InMemoryEventLog<TestEvent>();
+    const cache = new AggregateCache(log, options);
+    await log.append('proposal-G', [ev('g1')], 'no_stream');
+    await cache.reload('proposal-G');
+    await cache.append('proposal-G', [ev('g2'), ev('g3'), ev('g4')], '0');
+
+    for (const e of (await log.read('proposal-G')).events) cache.feed(e);
+
+    expect(cache.stats.gaps).toBe(0);
+    const loaded = await cache.load('proposal-G');
+    expect(loaded.cached).toBe(true);
+    expect(loaded.state.ids).toEqual(['g1', 'g2', 'g3', 'g4']);
+  });
+});
+
 /** Adds one event per command until `limit`; past it, a typed refusal (like a closed quorum). */
 class Full extends Error {}
 const counter = (limit: number): Decider<Count, { id: string }, TestEvent> => ({

@@ -49,7 +49,19 @@ interface Entry<S> {
   position: Position | undefined;
   /** A multi-event commit being folded from the subscription: not visible until its last event. */
   pending?: { state: S; version: StreamVersion; position: Position };
+  /** Own appends folded before the subscription delivered them (see `forks`). */
+  ahead?: OwnAppend[];
 }
+
+/** An append folded by its writer: it follows what was at `from`, ends at `to`, and wrote the events `ids`. */
+interface OwnAppend {
+  from: Position | undefined;
+  to: Position;
+  ids: readonly string[];
+}
+
+/** Own appends an entry remembers until the subscription passes them; older ones are dropped. */
+const MAX_AHEAD = 16;
 
 export interface AggregateCacheStats {
   hits: number;
@@ -212,7 +224,10 @@ export class AggregateCache<S, E extends LogEvent = LogEvent> {
     if (!result.duplicate && entry && entry.version === expected && !entry.pending) {
       let state = entry.state;
       for (const e of events) state = this.options.evolve(state, e);
-      this.remember(stream, { state, version: result.version, position: result.position });
+      const ahead = [...(entry.ahead ?? []), { from: entry.position, to: result.position, ids: events.map((e) => e.event_id) }].slice(
+        -MAX_AHEAD,
+      );
+      this.remember(stream, { state, version: result.version, position: result.position, ahead });
     }
     return result;
   }
@@ -244,6 +259,7 @@ export class AggregateCache<S, E extends LogEvent = LogEvent> {
 
   /** Folds `e` into `entry` when it continues it; `'gap'` when it does not. */
   private extend(entry: Entry<S>, e: StoredEvent<E>): 'applied' | 'known' | 'gap' {
+    if (entry.ahead && this.forks(entry, entry.ahead, e)) return 'gap';
     const at = entry.pending?.position ?? entry.position;
     if (at !== undefined && e.position <= at) return 'known';
     let base: S;
@@ -265,6 +281,21 @@ export class AggregateCache<S, E extends LogEvent = LogEvent> {
       entry.pending = { state, version: e.version, position: e.position };
     }
     return 'applied';
+  }
+
+  /**
+   * Whether `e` lies between where one of the entry's own appends expected the stream to be and
+   * where that append landed: the log let the append in although another commit came first (a
+   * stale expected version admitted, as a clustered JetStream can during a leader election). The
+   * entry folded that append without the other commit, so it must go; a read folds both. Own
+   * appends the subscription has passed are forgotten.
+   */
+  private forks(entry: Entry<S>, ahead: OwnAppend[], e: StoredEvent<E>): boolean {
+    const between = (a: OwnAppend) => (a.from === undefined || e.position > a.from) && e.position < a.to;
+    if (ahead.some((a) => between(a) && !a.ids.includes(e.event.event_id))) return true;
+    const left = ahead.filter((a) => a.to > e.position);
+    entry.ahead = left.length ? left : undefined;
+    return false;
   }
 
   private remember(stream: string, entry: Entry<S>): void {
