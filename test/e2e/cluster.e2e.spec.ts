@@ -243,8 +243,26 @@ describe('the services on the cluster, every stream at replicas 3', () => {
   const refusalsOf = (id: string): string =>
     `${id}: ${agent.attempts
       .filter((a) => a.proposal_id === id)
-      .map((a) => `${a.command}=${a.reply ? (a.reply.ok ? 'ok' : a.reply.error.code) : 'no-reply'}`)
+      .map(
+        (a) =>
+          `${a.command}${a.command === 'respond' ? `(${a.participant_id})` : ''}=${a.reply ? (a.reply.ok ? 'ok' : a.reply.error.code) : 'no-reply'}`,
+      )
       .join(',')}`;
+
+  /** What the log holds for proposals the agent could not finish, printed to tell a refusal's cause. */
+  async function showLogOf(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const run = await readRun(nc, runNamesOf(svc.env)).catch(() => undefined);
+    for (const id of ids) {
+      const events = run?.events.filter((e) => e.id === id) ?? [];
+      const refusals = agent.attempts.filter((a) => a.proposal_id === id && a.reply && !a.reply.ok).map((a) => JSON.stringify(a.reply));
+      const who = (e: (typeof events)[number]) =>
+        (e.event['data'] as { response?: { participant_id?: string } } | undefined)?.response?.participant_id;
+      console.warn(
+        `${id} in the log: ${events.map((e) => `${e.seq}(after ${e.prev}):${e.event.type}${who(e) ? `(${who(e)})` : ''}`).join(', ')}; refusals: ${refusals.join(' ')}`,
+      );
+    }
+  }
 
   /** Reads the run until every accepted proposal is decided and audited, then checks it. */
   async function settle(ids: string[]): Promise<{ run: RunRecord; report: ReturnType<typeof checkInvariants>; auditHead: number }> {
@@ -392,7 +410,9 @@ describe('the services on the cluster, every stream at replicas 3', () => {
 
     // Then a new leader took over; every proposal (the probes' too) went in, was decided once and audited
     expect(newLeader.name).not.toBe(leader.name);
-    expect(loaded.filter((o) => !o.proposed || o.responded !== 3).map((o) => refusalsOf(o.proposal_id))).toEqual([]);
+    const unfinished = loaded.filter((o) => !o.proposed || o.responded !== 3).map((o) => o.proposal_id);
+    await showLogOf(unfinished);
+    expect(unfinished.map(refusalsOf)).toEqual([]);
     const accepted = outcomes.filter((o) => o.proposed && o.responded === 3).map((o) => o.proposal_id);
     expect(accepted.length).toBeGreaterThanOrEqual(before + PROPOSALS);
     expectClean(accepted, await step('settling', settle(accepted), 120_000));

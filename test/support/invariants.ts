@@ -49,6 +49,8 @@ export interface LoggedEvent {
   category: string;
   id: string;
   event: { event_id: string; type: string; occurred_at?: string; [k: string]: unknown };
+  /** The stream sequence its commit expected to follow (`Conclave-Prev-Seq`; 0 for a new stream). */
+  prev?: number;
 }
 
 /** One message of a consumer-facing stream. */
@@ -459,7 +461,7 @@ const READ_CONCURRENCY = 64;
 export async function readStream(
   nc: NatsConnection,
   stream: string,
-): Promise<Array<{ seq: number; subject: string; msgId: string | null; data: Uint8Array }>> {
+): Promise<Array<{ seq: number; subject: string; msgId: string | null; prev?: number; data: Uint8Array }>> {
   const jsm = await nc.jetstreamManager();
   let first: number;
   let last: number;
@@ -475,13 +477,20 @@ export async function readStream(
   const read = async (seq: number) => {
     try {
       const m = await jsm.streams.getMessage(stream, { seq });
-      return { seq: m.seq, subject: m.subject, msgId: m.header?.get('Nats-Msg-Id') || null, data: m.data };
+      const prev = m.header?.get('Conclave-Prev-Seq');
+      return {
+        seq: m.seq,
+        subject: m.subject,
+        msgId: m.header?.get('Nats-Msg-Id') || null,
+        prev: prev ? Number(prev) : undefined,
+        data: m.data,
+      };
     } catch (err) {
       if ((err as { api_error?: { err_code?: number } }).api_error?.err_code === 10037) return undefined;
       throw err;
     }
   };
-  const out: Array<{ seq: number; subject: string; msgId: string | null; data: Uint8Array }> = [];
+  const out: Array<{ seq: number; subject: string; msgId: string | null; prev?: number; data: Uint8Array }> = [];
   for (let from = first; from <= last; from += READ_CONCURRENCY) {
     const batch = Array.from({ length: Math.min(READ_CONCURRENCY, last - from + 1) }, (_, i) => read(from + i));
     for (const m of await Promise.all(batch)) if (m) out.push(m);
@@ -502,7 +511,7 @@ export async function readRun(nc: NatsConnection, names: RunNames, opts: { audit
     if (!m.subject.startsWith(prefix)) continue;
     const [category, id] = m.subject.slice(prefix.length).split('.');
     const commit = json<{ v: number; events: LoggedEvent['event'][] }>(m.data);
-    for (const event of commit.events) events.push({ seq: m.seq, category, id, event });
+    for (const event of commit.events) events.push({ seq: m.seq, category, id, event, prev: m.prev });
   }
   const asMessages = (list: Awaited<ReturnType<typeof readStream>>): StreamMessage[] =>
     list.map((m) => ({ seq: m.seq, msgId: m.msgId, subject: m.subject, body: json<Record<string, unknown>>(m.data) }));
