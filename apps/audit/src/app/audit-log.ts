@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import type { StoredEvent } from '@conclave/event-log';
-import { ensureStream } from '@conclave/messaging';
+import { ensureStream, FOLLOWING_PULL } from '@conclave/messaging';
 import { AuditEntry, AuditEntryContent, chainEntry, GENESIS_HASH } from '@conclave/registry-protocol';
 import {
   ConclaveMetrics,
@@ -289,7 +289,7 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: this.head.seq + 1,
     });
-    const messages = await consumer.consume();
+    const messages = await consumer.consume({ ...FOLLOWING_PULL });
     this.chainMessages = messages;
     this.chainFollowed = true;
     void (async () => {
@@ -315,7 +315,7 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     });
     // Ends at once when its stream or consumer goes, instead of following a stream made again
     // from where the old one was: only rejectionsStart may say where a new stream starts.
-    const messages = await consumer.consume({ abort_on_missing_resource: true });
+    const messages = await consumer.consume({ ...FOLLOWING_PULL, abort_on_missing_resource: true });
     this.rejectionMessages = messages;
     this.rejectionsFollowed = true;
     // A deleted stream or consumer, or a feed gone silent, ends the feed: /readyz says so until it

@@ -60,3 +60,12 @@ export async function requestJson<T>(nc: NatsConnection, subject: string, body: 
   const msg = await nc.request(subject, new TextEncoder().encode(JSON.stringify(body)), { timeout: timeoutMs });
   return JSON.parse(new TextDecoder().decode(msg.data)) as T;
 }
+
+/**
+ * Options for `consume()` of an ordered consumer that must keep up (a feed a service follows).
+ * nats.js retries an ordered consumer it could not create (or re-create after a gap) after a
+ * random 0.5 to 1.5 times the pull's expiry, up to 30 times for a new one: at the default 30 s,
+ * one create lost to a stream leader election stops the feed for 15 to 45 s. With 5 s pulls the
+ * retry comes after 2.5 to 7.5 s; an idle feed makes one pull request every 5 s.
+ */
+export const FOLLOWING_PULL = { expires: 5_000 } as const;
