@@ -74,3 +74,35 @@ describe('KvLease: one holder at a time on JetStream KV, fenced by the revision'
     expect(events.filter((e) => e.startsWith(`${holder?.options.holder} lost: not renewed`))).toHaveLength(1);
   });
 });
+
+describe('KvLease: a renewal stored while its reply was lost', () => {
+  it('given a holder whose renewal was stored but whose reply never came (a leader election), when it next renews, then it stands down and takes the lease back with a new token', async () => {
+    const bucket = `LEASE_TEST_${ulid()}`;
+    const nc = await connect({ servers: NATS_URL });
+    const events: string[] = [];
+    const lease = new KvLease(
+      nc,
+      { bucket, key: 'work', holder: 'solo', ttlMs: TTL_MS, replicas: 1 },
+      { acquired: (token) => void events.push(`acquired ${token}`), lost: (why) => void events.push(`lost: ${why}`) },
+    );
+    try {
+      // Given the holder, and its own record written again behind its back, as a renewal whose reply was lost
+      await lease.start();
+      const token = lease.token ?? 0;
+      const kv = await nc.jetstream().views.kv(bucket);
+      const entry = await kv.get('work');
+      await kv.update('work', entry?.value ?? new Uint8Array(), entry?.revision ?? 0);
+
+      // When it next renews, then it stands down, and takes the lease back
+      await until(() => events.some((e) => e.startsWith('lost: revision moved')), TTL_MS * 4, 'the holder to stand down');
+      await until(() => lease.held, TTL_MS * 4, 'the holder to take the lease back');
+      expect(lease.token ?? 0).toBeGreaterThan(token);
+      expect(events.filter((e) => e.startsWith('acquired'))).toHaveLength(2);
+      expect((await lease.holder())?.holder).toBe('solo');
+    } finally {
+      await lease.stop();
+      await (await nc.jetstreamManager()).streams.delete(`KV_${bucket}`).catch(() => undefined);
+      await nc.close();
+    }
+  });
+});
