@@ -1,5 +1,4 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type Tracer, type TracerProvider } from '@opentelemetry/api';
-import { randomUUID } from 'node:crypto';
 import { w3cSpanContext } from '@conclave/messaging';
 import { headers, type MsgHdrs } from 'nats';
 
@@ -17,9 +16,10 @@ export function sdkTracer(provider?: TracerProvider): Tracer {
  * Sends one request in a CLIENT span and with its W3C `traceparent` header, so the services
  * continue the caller's trace. The span continues the active OpenTelemetry context; it is
  * recorded when the application registered an OpenTelemetry SDK, and otherwise only carries the
- * ids along. With neither an SDK nor an active trace, the request starts a new trace (random
- * ids, sampled), so the services' spans and log lines of one request still share a trace id.
- * The header is not signed: it names a trace, it authorizes nothing.
+ * ids along. With neither an SDK nor an active trace there is no trace to continue, and no header:
+ * the service that handles the request starts the trace, and its sampler decides whether it is
+ * recorded (a trace started here would have to decide, and a parent-based sampler downstream
+ * would follow). The header is not signed: it names a trace, it authorizes nothing.
  */
 export async function withTraceHeaders<T>(tracer: Tracer, subject: string, send: (h: MsgHdrs) => Promise<T>): Promise<T> {
   const span = tracer.startSpan(subject, {
@@ -27,9 +27,12 @@ export async function withTraceHeaders<T>(tracer: Tracer, subject: string, send:
     attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
   });
   const h = headers();
-  h.set('traceparent', traceparentOf(span));
-  const state = span.spanContext().traceState?.serialize();
-  if (state) h.set('tracestate', state);
+  const c = span.spanContext();
+  if (trace.isSpanContextValid(c)) {
+    h.append('traceparent', `00-${c.traceId}-${c.spanId}-${(c.traceFlags & 0xff).toString(16).padStart(2, '0')}`);
+    const state = c.traceState?.serialize();
+    if (state) h.append('tracestate', state);
+  }
   try {
     return await send(h);
   } catch (err) {
@@ -42,16 +45,6 @@ export async function withTraceHeaders<T>(tracer: Tracer, subject: string, send:
   } finally {
     span.end();
   }
-}
-
-function traceparentOf(span: Span): string {
-  const c = span.spanContext();
-  if (trace.isSpanContextValid(c)) return `00-${c.traceId}-${c.spanId}-${(c.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
-  // randomUUID draws from a cached entropy pool: far cheaper per request than randomBytes. Its
-  // fixed version and variant digits leave 122 random bits in the trace id, 60 in the span id.
-  const traceId = randomUUID().replace(/-/g, '');
-  const spanId = randomUUID().replace(/-/g, '').slice(16);
-  return `00-${traceId}-${spanId}-01`;
 }
 
 /**

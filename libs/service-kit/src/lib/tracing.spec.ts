@@ -99,6 +99,17 @@ describe('tracing with the default (parent-based) sampler', () => {
     expect(server.events.map((e) => e.attributes?.['conclave.append.outcome'])).toEqual(['conflict', 'ok', 'duplicate']);
   });
 
+  it('given a caller without a trace (no traceparent, as the SDK sends without an OpenTelemetry SDK), when a request appends, then its SERVER span starts one and the events carry it', async () => {
+    const req = { ...request('01'), headers: headers() };
+    await observe(req, () => log.append('thing-4', [ev('e4')], 'no_stream'));
+
+    const [server] = await finished(exporter, 1);
+    expect(server).toMatchObject({ name: 'v1.get', kind: SpanKind.SERVER });
+    expect(server.parentSpanContext).toBeUndefined();
+    const [stored] = (await log.read('thing-4')).events;
+    expect(stored.metadata).toEqual({ traceparent: `00-${server.spanContext().traceId}-${server.spanContext().spanId}-01` });
+  });
+
   it('given an unsampled caller, when a request appends, then no span is made and the events still carry the trace, unsampled', async () => {
     let traceId: string | undefined;
     await observe(request('00'), async () => {
