@@ -9,13 +9,16 @@
  * without tracing) to tell the two costs apart. Measured per round: proposals/s, and the CPU time of this Node
  * process (services, agent and reader; not nats-server) per proposal, which the shared machine's other
  * load moves less than wall-clock throughput. The agent records no spans unless
- * BENCH_OVERHEAD_AGENT=traced (see AGENT). NATS_URL must be set before this module loads.
+ * BENCH_OVERHEAD_AGENT=traced (see AGENT). BENCH_OVERHEAD_MODE=concurrent runs the arms of a round
+ * at the same time instead, a process each, paced (see concurrentRound). NATS_URL must be set
+ * before this module loads.
  */
 import 'reflect-metadata';
 import { ConclaveClient } from '@conclave/sdk';
 import { startTracing, stopTracing } from '@conclave/service-kit';
 import { ProxyTracerProvider } from '@opentelemetry/api';
 import { tracing } from '@opentelemetry/sdk-node';
+import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
@@ -26,11 +29,20 @@ import { fmt, int, sleep } from './bench-util';
 import { shares } from './profile-shares';
 
 const ROUNDS = int('BENCH_OVERHEAD_ROUNDS', 4);
-const PROPOSALS = int('BENCH_OVERHEAD_PROPOSALS', 1_000);
-const WARMUP = int('BENCH_OVERHEAD_WARMUP', 200);
 const IN_FLIGHT = int('BENCH_IN_FLIGHT', 64);
-/** Proposals started per second (0: as fast as IN_FLIGHT allows). */
-const RATE = int('BENCH_OVERHEAD_RATE', 0);
+/**
+ * `sequential` (default): the arms' rounds one after the other in this process. `concurrent`:
+ * the arms of a round at the same time, each in its own process, paced (see concurrentRound).
+ */
+const MODE = process.env['BENCH_OVERHEAD_MODE'] === 'concurrent' ? 'concurrent' : 'sequential';
+/**
+ * Proposals started per second (0: as fast as IN_FLIGHT allows). Concurrent arms are paced (100
+ * unless set): run flat out, each would take what CPU the others leave.
+ */
+const RATE = int('BENCH_OVERHEAD_RATE', MODE === 'concurrent' ? 100 : 0);
+export const PROPOSALS = int('BENCH_OVERHEAD_PROPOSALS', 1_000);
+/** A concurrent arm's process compiles its code during its warm-up alone: a longer one. */
+const WARMUP = int('BENCH_OVERHEAD_WARMUP', MODE === 'concurrent' ? 500 : 200);
 /** When set, a CPU profile of each measured round is written there (`<round>-<arm>.cpuprofile`). */
 const PROFILE_DIR = process.env['BENCH_OVERHEAD_PROFILE'];
 
@@ -49,8 +61,8 @@ const ARMS = (process.env['BENCH_OVERHEAD_ARMS'] ?? 'on,off')
 const SAMPLE_RATIO = process.env['BENCH_OVERHEAD_SAMPLE_RATIO'] ?? '0.1';
 /**
  * `plain` (default): the agents and the decision reader have no OpenTelemetry SDK, as an agent in
- * its own process without one: its requests carry a `traceparent` (random ids) and the services
- * trace every proposal in full, but the agent records no span of its own; what is measured is the
+ * its own process without one: its requests carry no `traceparent`, intake starts each trace and
+ * the services trace every proposal in full, but the agent records no span of its own; what is measured is the
  * services' cost. `traced`: they share the services' tracer provider, so their CLIENT and CONSUMER
  * spans are recorded too (and counted in this process's CPU).
  */
@@ -178,7 +190,15 @@ async function paced(agent: ConclaveClient, from: number, count: number): Promis
   await Promise.all(inFlight);
 }
 
-async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<OverheadRound> {
+/** One arm's deployment, warmed up: intake, resolver and sweeper, an agent and a decision reader. */
+export interface ArmDeployment {
+  /** Runs `proposals` proposals and measures them (a CPU profile too when BENCH_OVERHEAD_PROFILE is set). */
+  measure(n: number, proposals: number): Promise<OverheadRound>;
+  stop(): Promise<void>;
+}
+
+/** Starts an arm's deployment in this process (tracing, when the arm traces, for the whole process). */
+export async function deploy(arm: Arm, warmup = WARMUP): Promise<ArmDeployment> {
   if (arm === 'sampled')
     Object.assign(process.env, { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: SAMPLE_RATIO });
   if (arm === 'unsampled') process.env['OTEL_TRACES_SAMPLER'] = 'parentbased_always_off';
@@ -191,48 +211,129 @@ async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<Overhe
     CONCLAVE_SWEEP_INTERVAL_MS: '600000',
     CONCLAVE_INSTRUMENTATION: arm === 'off' || arm === 'burn' ? 'off' : 'on',
   });
+  const stop = async (): Promise<void> => {
+    burning = false;
+    await h.stop();
+    if (traces(arm)) await stopTracing();
+  };
   burning = arm === 'burn';
   try {
     await h.start('intake', 'resolver', 'sweeper');
     const agent = AGENT === 'traced' ? h.client : await agentWithoutSdk(h, arm);
     const decisions = new DecisionCollector(agent);
-    await drive(agent, decisions, 0, WARMUP);
-    // The previous rounds' garbage is not this round's to collect.
-    (globalThis as { gc?: () => void }).gc?.();
-    const profiler = PROFILE_DIR && n > 0 ? new Session() : undefined;
-    if (profiler) {
-      profiler.connect();
-      await profiler.post('Profiler.enable');
-      await profiler.post('Profiler.start');
-    }
-    const threads0 = threadCpu();
-    const cpu0 = process.cpuUsage();
-    const t0 = performance.now();
-    await drive(agent, decisions, WARMUP, proposals);
-    const seconds = (performance.now() - t0) / 1000;
-    const cpu = process.cpuUsage(cpu0);
-    const threads = threadCpu();
-    if (profiler && PROFILE_DIR) {
-      const { profile } = await profiler.post('Profiler.stop');
-      mkdirSync(PROFILE_DIR, { recursive: true });
-      writeFileSync(join(PROFILE_DIR, `${n}-${arm}.cpuprofile`), JSON.stringify(profile));
-      const s = shares(profile as Parameters<typeof shares>[0]);
-      console.log(`round ${n} ${arm} profile: tracing ${fmt(s.tracing)}%, metrics ${fmt(s.metrics)}%, GC ${fmt(s.gc)}% of busy CPU`);
-      profiler.disconnect();
-    }
-    return {
-      round: n,
-      arm,
-      rate: proposals / seconds,
-      cpuUsPerProposal: (cpu.user + cpu.system) / proposals,
-      systemUsPerProposal: cpu.system / proposals,
-      mainThreadUsPerProposal: ((threads.main - threads0.main) * 1e6) / proposals,
-    };
-  } finally {
-    burning = false;
-    await h.stop();
-    if (traces(arm)) await stopTracing();
+    await drive(agent, decisions, 0, warmup);
+    return { measure: (n, proposals) => measure(arm, n, agent, decisions, warmup, proposals), stop };
+  } catch (err) {
+    await stop();
+    throw err;
   }
+}
+
+async function measure(
+  arm: Arm,
+  n: number,
+  agent: ConclaveClient,
+  decisions: DecisionCollector,
+  from: number,
+  proposals: number,
+): Promise<OverheadRound> {
+  // The previous rounds' garbage is not this round's to collect.
+  (globalThis as { gc?: () => void }).gc?.();
+  const profiler = PROFILE_DIR && n > 0 ? new Session() : undefined;
+  if (profiler) {
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+  }
+  const threads0 = threadCpu();
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await drive(agent, decisions, from, proposals);
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const threads = threadCpu();
+  if (profiler && PROFILE_DIR) {
+    const { profile } = await profiler.post('Profiler.stop');
+    mkdirSync(PROFILE_DIR, { recursive: true });
+    writeFileSync(join(PROFILE_DIR, `${n}-${arm}.cpuprofile`), JSON.stringify(profile));
+    const s = shares(profile as Parameters<typeof shares>[0]);
+    console.log(`round ${n} ${arm} profile: tracing ${fmt(s.tracing)}%, metrics ${fmt(s.metrics)}%, GC ${fmt(s.gc)}% of busy CPU`);
+    profiler.disconnect();
+  }
+  return {
+    round: n,
+    arm,
+    rate: proposals / seconds,
+    cpuUsPerProposal: (cpu.user + cpu.system) / proposals,
+    systemUsPerProposal: cpu.system / proposals,
+    mainThreadUsPerProposal: ((threads.main - threads0.main) * 1e6) / proposals,
+  };
+}
+
+async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<OverheadRound> {
+  const d = await deploy(arm);
+  try {
+    return await d.measure(n, proposals);
+  } finally {
+    await d.stop();
+  }
+}
+
+/**
+ * The arms of one round at the same time, each in a process of its own (bench/e2e-overhead-arm.ts)
+ * at the same pace: what the shared machine does to one in those seconds, it does to the others,
+ * and each process starts with a fresh heap and compiled code of its own arm only. Each warms up,
+ * then all start measuring together.
+ */
+async function concurrentRound(n: number): Promise<OverheadRound[]> {
+  const children = ARMS.map((arm) =>
+    fork(join(__dirname, 'e2e-overhead-arm.ts'), [], {
+      execArgv: process.execArgv,
+      env: { ...process.env, BENCH_OVERHEAD_ARM: arm, BENCH_OVERHEAD_ROUND: String(n) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
+  );
+  const message = (c: ChildProcess, type: string) =>
+    new Promise<ArmMessage>((resolve, reject) => {
+      const onMessage = (m: ArmMessage) => {
+        if (m.type === 'failed') reject(new Error(`arm ${m.arm}: ${m.error}`));
+        else if (m.type === type) resolve(m);
+        else return;
+        c.off('message', onMessage);
+        c.off('exit', onExit);
+      };
+      const onExit = (code: number | null) => reject(new Error(`an arm's process exited (${code}) before it said ${type}`));
+      c.on('message', onMessage);
+      c.once('exit', onExit);
+    });
+  try {
+    await Promise.all(children.map((c) => message(c, 'ready')));
+    const results = children.map((c) => message(c, 'measured'));
+    for (const c of children) c.send({ type: 'go' });
+    return (await Promise.all(results)).map((m) => m.round as OverheadRound);
+  } finally {
+    // Each stops its deployment (deleting its streams) and exits; one that hangs is killed.
+    await Promise.all(children.map((c) => exited(c, 60_000)));
+  }
+}
+
+function exited(c: ChildProcess, ms: number): Promise<void> {
+  if (c.exitCode !== null || c.signalCode !== null) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(() => c.kill('SIGKILL'), ms);
+    c.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/** What an arm's process and the bench say to each other (bench/e2e-overhead-arm.ts). */
+export interface ArmMessage {
+  type: 'ready' | 'go' | 'measured' | 'failed';
+  arm?: Arm;
+  round?: OverheadRound;
+  error?: string;
 }
 
 /** A percentage with its sign: +6.5, -3.1. */
@@ -248,21 +349,32 @@ function median(xs: number[]): number {
 }
 
 export async function runOverhead(): Promise<OverheadFigures> {
+  const together = MODE === 'concurrent';
   console.log(
-    `\n## instrumentation overhead (agents ${AGENT === 'plain' ? 'without an OpenTelemetry SDK' : 'traced too'}): ${ROUNDS} rounds of ${ARMS.join(', ')} in rotating order; ${PROPOSALS} proposals per round after ${WARMUP} of warm-up, ${RATE > 0 ? `${RATE} started per second` : 'as fast as they go'}`,
+    `\n## instrumentation overhead (agents ${AGENT === 'plain' ? 'without an OpenTelemetry SDK' : 'traced too'}): ${ROUNDS} rounds of ${ARMS.join(', ')} ${together ? 'at the same time, a process each' : 'in rotating order'}; ${PROPOSALS} proposals per round after ${WARMUP} of warm-up, ${RATE > 0 ? `${RATE} started per second${together ? ' in each' : ''}` : 'as fast as they go'}`,
   );
-  // One unmeasured round of each arm first: the code of every path compiled before any is timed.
-  for (const arm of ARMS) await round(arm, 0, WARMUP);
+  // One unmeasured round of each arm first: the code of every path compiled before any is timed
+  // (a concurrent arm's process warms up its own).
+  if (!together) for (const arm of ARMS) await round(arm, 0, WARMUP);
   const rounds: OverheadRound[] = [];
+  const show = (f: OverheadRound) =>
+    console.log(
+      `round ${f.round} ${f.arm.padEnd(7)}: ${fmt(f.rate, 0)} proposals/s, ${fmt(f.cpuUsPerProposal, 0)} µs CPU per proposal (${fmt(f.systemUsPerProposal, 0)} in the kernel, ${fmt(f.mainThreadUsPerProposal, 0)} on the main thread)`,
+    );
   for (let r = 1; r <= ROUNDS; r++) {
+    if (together) {
+      for (const f of await concurrentRound(r)) {
+        rounds.push(f);
+        show(f);
+      }
+      continue;
+    }
     // Rotate which arm goes first, so a drift of the machine's load favours none.
     const order = ARMS.map((_, i) => ARMS[(i + r) % ARMS.length]);
     for (const arm of order) {
       const f = await round(arm, r);
       rounds.push(f);
-      console.log(
-        `round ${r} ${arm.padEnd(7)}: ${fmt(f.rate, 0)} proposals/s, ${fmt(f.cpuUsPerProposal, 0)} µs CPU per proposal (${fmt(f.systemUsPerProposal, 0)} in the kernel, ${fmt(f.mainThreadUsPerProposal, 0)} on the main thread)`,
-      );
+      show(f);
     }
   }
   const figures: OverheadFigures = { rounds, arms: ARMS, rate: {}, cpu: {}, cpuAddedPct: {}, rateLossPct: {} };
