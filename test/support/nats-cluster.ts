@@ -76,12 +76,25 @@ export class NatsCluster {
     return node;
   }
 
-  /** The node that leads `stream` now. */
-  async leaderOf(nc: NatsConnection, stream: string): Promise<ClusterNode> {
-    const info = await (await nc.jetstreamManager()).streams.info(stream);
-    const leader = info.cluster?.leader;
-    if (!leader) throw new Error(`stream ${stream} has no leader`);
-    return this.node(leader);
+  /**
+   * The node that leads `stream` now. Asked again until `withinMs`: during an election the
+   * stream has no leader, and a request may time out.
+   */
+  async leaderOf(nc: NatsConnection, stream: string, withinMs = 15_000): Promise<ClusterNode> {
+    const deadline = Date.now() + withinMs;
+    for (;;) {
+      let why: string;
+      try {
+        const info = await (await nc.jetstreamManager({ timeout: 2_000 })).streams.info(stream);
+        const leader = info.cluster?.leader;
+        if (leader) return this.node(leader);
+        why = `stream ${stream} has no leader`;
+      } catch (err) {
+        why = (err as Error).message;
+      }
+      if (Date.now() > deadline) throw new Error(`no leader of ${stream} found within ${withinMs} ms: ${why}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
   }
 
   /** Kills a node (SIGKILL by default: no flush, no leadership hand-off) and waits for it to exit. */
