@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import type { StoredEvent } from '@conclave/event-log';
-import { ensureStream, FOLLOWING_PULL } from '@conclave/messaging';
+import { ensureStream, follow } from '@conclave/messaging';
 import { AuditEntry, AuditEntryContent, chainEntry, GENESIS_HASH } from '@conclave/registry-protocol';
 import {
   ConclaveMetrics,
@@ -33,6 +33,8 @@ export interface AuditQuery {
 }
 
 const encoder = new TextEncoder();
+/** See takeOver. */
+const TAKEOVER_WARN_MS = 15_000;
 const decoder = new TextDecoder();
 
 /**
@@ -147,12 +149,17 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
   /** This replica holds the lease: read what the chain has, then follow both sources after it. */
   private async takeOver(): Promise<void> {
     const generation = ++this.generation;
+    // A takeover that has not finished in this time says where it waits (it goes on waiting).
+    let step = 'reading the chain';
+    const slow = setTimeout(() => this.logger.warn(`audit chain takeover still ${step} after ${TAKEOVER_WARN_MS} ms`), TAKEOVER_WARN_MS);
     try {
       await this.syncChain();
       if (generation !== this.generation) return;
       this.writing = true;
       const from = this.lastLogPosition ?? 'start';
+      step = 'following the rejections';
       await this.followRejections();
+      step = `catching up on the log after ${from}`;
       await this.reactor.start(from);
       if (generation !== this.generation) return;
       this.caughtUp = true;
@@ -164,6 +171,8 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
         await this.lease.stop();
         if (!this.stopping) await this.lease.start();
       }
+    } finally {
+      clearTimeout(slow);
     }
   }
 
@@ -289,7 +298,7 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: this.head.seq + 1,
     });
-    const messages = await consumer.consume({ ...FOLLOWING_PULL });
+    const messages = await follow(consumer);
     this.chainMessages = messages;
     this.chainFollowed = true;
     void (async () => {
@@ -315,7 +324,7 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     });
     // Ends at once when its stream or consumer goes, instead of following a stream made again
     // from where the old one was: only rejectionsStart may say where a new stream starts.
-    const messages = await consumer.consume({ ...FOLLOWING_PULL, abort_on_missing_resource: true });
+    const messages = await follow(consumer, { abort_on_missing_resource: true });
     this.rejectionMessages = messages;
     this.rejectionsFollowed = true;
     // A deleted stream or consumer, or a feed gone silent, ends the feed: /readyz says so until it

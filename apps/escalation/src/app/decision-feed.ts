@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { DecisionEvent } from '@conclave/acp-protocol';
-import { acpStreamNames, acpSubjects, ensureStream, FOLLOWING_PULL } from '@conclave/messaging';
+import { acpStreamNames, acpSubjects, ensureStream, follow } from '@conclave/messaging';
 import { NATS_CONNECTION, Readiness, SERVICE_CONFIG } from '@conclave/service-kit';
 import { ConsumerMessages, DeliverPolicy, NatsConnection } from 'nats';
 import { EscalationConfig } from './escalation.config';
@@ -45,7 +45,7 @@ export class DecisionFeed implements OnApplicationBootstrap, OnModuleDestroy {
       deliver_policy: DeliverPolicy.StartTime,
       opt_start_time: since,
     });
-    const messages = await consumer.consume({ ...FOLLOWING_PULL });
+    const messages = await follow(consumer);
     this.messages = messages;
     this.loop = (async () => {
       for await (const m of messages) {

@@ -1,4 +1,14 @@
-import { DiscardPolicy, JetStreamClient, JetStreamManager, NatsConnection, RetentionPolicy, StorageType } from 'nats';
+import {
+  Consumer,
+  ConsumeOptions,
+  ConsumerMessages,
+  DiscardPolicy,
+  JetStreamClient,
+  JetStreamManager,
+  NatsConnection,
+  RetentionPolicy,
+  StorageType,
+} from 'nats';
 
 export interface StreamSpec {
   name: string;
@@ -61,11 +71,30 @@ export async function requestJson<T>(nc: NatsConnection, subject: string, body: 
   return JSON.parse(new TextDecoder().decode(msg.data)) as T;
 }
 
+/** How long `follow` waits for its consumer to be made before it gives up (see `follow`). */
+export const FOLLOW_CREATE_MS = 10_000;
+
 /**
- * Options for `consume()` of an ordered consumer that must keep up (a feed a service follows).
- * nats.js retries an ordered consumer it could not create (or re-create after a gap) after a
- * random 0.5 to 1.5 times the pull's expiry, up to 30 times for a new one: at the default 30 s,
- * one create lost to a stream leader election stops the feed for 15 to 45 s. With 5 s pulls the
- * retry comes after 2.5 to 7.5 s; an idle feed makes one pull request every 5 s.
+ * Starts consuming an ordered consumer that a service follows, or fails within `withinMs`. nats.js
+ * retries a create that failed (say, lost in a stream leader election) after 0.5 to 1.5 times the
+ * pull expiry, up to 30 times, without a word: at its default 30 s expiry, one lost create stops
+ * a feed for 15 to 45 s, and a few stop it for minutes. Here the pulls expire after 5 s (an idle
+ * feed makes one pull request every 5 s), so a retry comes after 2.5 to 7.5 s; and a create still
+ * not made after `withinMs` is an error the caller sees and retries, its late messages stopped.
  */
-export const FOLLOWING_PULL = { expires: 5_000 } as const;
+export async function follow(consumer: Consumer, options: ConsumeOptions = {}, withinMs = FOLLOW_CREATE_MS): Promise<ConsumerMessages> {
+  const consuming = consumer.consume({ expires: 5_000, ...options });
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      // Made after all: nobody reads it.
+      void consuming.then((m) => m.stop()).catch(() => undefined);
+      reject(new Error(`the consumer was not made within ${withinMs} ms`));
+    }, withinMs);
+  });
+  try {
+    return await Promise.race([consuming, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
