@@ -132,7 +132,11 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     await ensureStream(jsm, { name: this.stream, subjects: [this.subject], replicas: this.config.logReplicas, duplicateWindowMs: 60_000 });
     await ensureStream(jsm, { name: this.rejections.stream, subjects: [this.rejections.subject], replicas: this.config.logReplicas });
     await this.loadEntries(jsm);
-    await this.followChain();
+    // A chain feed not made in time at start is made again, as one that ends later is.
+    await this.followChain().catch(async (err: Error) => {
+      this.logger.warn(`chain feed not made yet: ${err.message}`);
+      await this.refollow('chain', () => this.followChain());
+    });
     await this.lease.start();
     // A replica that took the lease at once (the first, or the only one) starts as the writer, caught up.
     await this.takingOver;

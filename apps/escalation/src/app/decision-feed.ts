@@ -40,12 +40,20 @@ export class DecisionFeed implements OnApplicationBootstrap, OnModuleDestroy {
       replicas: this.config.logReplicas,
     });
     const since = new Date(Date.now() - this.config.feedHistoryMs).toISOString();
-    const consumer = await this.nc.jetstream().consumers.get(stream, {
-      filterSubjects: subjects.allDecisions,
-      deliver_policy: DeliverPolicy.StartTime,
-      opt_start_time: since,
-    });
-    const messages = await follow(consumer);
+    let messages: ConsumerMessages | undefined;
+    // A feed not made in time at start is made again (a consumer object consumes once), and said so.
+    for (let delay = 250; !messages; delay = Math.min(5_000, delay * 2)) {
+      const consumer = await this.nc.jetstream().consumers.get(stream, {
+        filterSubjects: subjects.allDecisions,
+        deliver_policy: DeliverPolicy.StartTime,
+        opt_start_time: since,
+      });
+      messages = await follow(consumer).catch((err: Error) => {
+        this.logger.warn(`decision feed not made yet: ${err.message}`);
+        return undefined;
+      });
+      if (!messages) await new Promise((r) => setTimeout(r, delay));
+    }
     this.messages = messages;
     this.loop = (async () => {
       for await (const m of messages) {
