@@ -15,7 +15,8 @@ const ev = (type = 'E'): TestEvent => ({ event_id: ulid(), type, data: {} });
 describe('JetStreamEventLog specifics', () => {
   let t: Awaited<ReturnType<typeof openTestLog>>;
   beforeAll(async () => {
-    t = await openTestLog({ readChainLimit: 3 });
+    // Reads check their chains as on a replicated stream, to see the fork below on one node.
+    t = await openTestLog({ readChainLimit: 3, checkChains: true });
   });
   afterAll(async () => {
     await t.dispose();
