@@ -147,8 +147,8 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     private readonly jsm: JetStreamManager,
     maxAppendBytes: number,
     private readonly direct: boolean,
-    /** Replicated: a read checks its commit chain against the subject's message count (see read). */
-    private readonly clustered: boolean,
+    /** A read checks its commit chain against the subject's message count (see read). */
+    private readonly checkChains: boolean,
   ) {
     this.maxAppendBytes = maxAppendBytes;
     this.streamName = options.streamName;
@@ -183,7 +183,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     const subjects = `${options.subjectPrefix}.evt.>`;
     let jsm: JetStreamManager;
     let direct = options.directReads === true && replicas === 1;
-    let clustered = replicas > 1;
+    let replicated = replicas > 1;
     try {
       jsm = await nc.jetstreamManager({ timeout });
       const existing = await jsm.streams.info(options.streamName).catch((e: NatsError) => {
@@ -198,7 +198,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
           );
         }
         direct = options.directReads === true && existing.config.allow_direct === true && existing.config.num_replicas === 1;
-        clustered = existing.config.num_replicas > 1;
+        replicated = existing.config.num_replicas > 1;
       } else if (options.createStream === false) {
         throw new EventLogConfigError('streamName', `stream ${options.streamName} does not exist and createStream is false`);
       } else {
@@ -232,7 +232,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
       jsm,
       maxAppendBytes,
       direct,
-      clustered || options.checkChains === true,
+      replicated || options.checkChains === true,
     );
   }
 
@@ -308,7 +308,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     // passes by it. A subscription delivers it, so a read must too: the scan does. One node checks
     // the expected sequence in order, and the count costs a 2.9 server a walk over its message
     // blocks (a cold read's p50 went from 2 to 4 ms with a million events): it is not asked.
-    const [head, count] = await Promise.all([this.lastMessage(subject), this.clustered ? this.messagesOn(subject) : undefined]).catch(
+    const [head, count] = await Promise.all([this.lastMessage(subject), this.checkChains ? this.messagesOn(subject) : undefined]).catch(
       (e: unknown) => {
         throw new LogUnavailableError('read', stream, { cause: e });
       },
