@@ -301,20 +301,24 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
   async read(stream: string): Promise<ReadResult<E>> {
     const subject = this.subjectOf(stream);
     const { category } = parseStreamName(stream);
-    // The last message (cheap) tells where the aggregate ends, so the filtered read knows when to
-    // stop. On a replicated stream the subject's message count tells whether the chain back from
-    // it holds them all: a clustered server can let a commit in after a predecessor another
-    // commit already had (a stale expected sequence, during a leader election), and the chain
-    // passes by it. A subscription delivers it, so a read must too: the scan does. One node checks
-    // the expected sequence in order, and the count costs a 2.9 server a walk over its message
-    // blocks (a cold read's p50 went from 2 to 4 ms with a million events): it is not asked.
-    const [head, count] = await Promise.all([this.lastMessage(subject), this.checkChains ? this.messagesOn(subject) : undefined]).catch(
-      (e: unknown) => {
-        throw new LogUnavailableError('read', stream, { cause: e });
-      },
-    );
+    // The last message (cheap) tells where the aggregate ends, so the filtered read knows when to stop.
+    const head = await this.lastMessage(subject).catch((e: unknown) => {
+      throw new LogUnavailableError('read', stream, { cause: e });
+    });
     if (!head) return { stream, exists: false, version: 'no_stream', events: [] };
+    // On a replicated stream the subject's message count, asked while the chain is walked, tells
+    // whether the chain holds every commit: a clustered server can let a commit in after a
+    // predecessor another commit already had (a stale expected sequence, during a leader
+    // election), and the chain passes by it. A subscription delivers it, so a read must too: the
+    // scan does. One node checks the expected sequence in order, and the count costs a 2.9 server
+    // a walk over its message blocks (a cold read's p50 went from 2 to 4 ms with a million
+    // events): it is not asked there, nor for an aggregate that does not exist.
+    const counting = this.checkChains ? this.messagesOn(subject) : undefined;
+    counting?.catch(() => undefined); // awaited below, unless the walk fails first
     const walked = await this.walkChain(stream, subject, head);
+    const count = await counting?.catch((e: unknown) => {
+      throw new LogUnavailableError('read', stream, { cause: e });
+    });
     const chain = walked && (count === undefined || walked.length === count) ? walked : undefined;
     const events: StoredEvent<E>[] = [];
     if (chain) {
