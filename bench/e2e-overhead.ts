@@ -45,6 +45,13 @@ export const PROPOSALS = int('BENCH_OVERHEAD_PROPOSALS', 1_000);
 const WARMUP = int('BENCH_OVERHEAD_WARMUP', MODE === 'concurrent' ? 500 : 200);
 /** When set, a CPU profile of each measured round is written there (`<round>-<arm>.cpuprofile`). */
 const PROFILE_DIR = process.env['BENCH_OVERHEAD_PROFILE'];
+/**
+ * When set, a sampling heap profile of each measured round, collected objects included, is written
+ * there (`<round>-<arm>.heapprofile`, for a browser's developer tools) and its total printed per
+ * proposal: what each arm allocates. Such rounds' CPU figures are mostly the profiler's. Not with
+ * BENCH_OVERHEAD_PROFILE (one profiler at a time).
+ */
+const ALLOCATION_DIR = PROFILE_DIR ? undefined : process.env['BENCH_OVERHEAD_ALLOCATIONS'];
 
 /**
  * `on`: metrics and tracing (every trace sampled); `sampled`: the same with
@@ -245,6 +252,15 @@ async function measure(
     await profiler.post('Profiler.enable');
     await profiler.post('Profiler.start');
   }
+  const allocations = ALLOCATION_DIR && n > 0 ? new Session() : undefined;
+  if (allocations) {
+    allocations.connect();
+    await allocations.post('HeapProfiler.enable');
+    // Collected objects too: the garbage a proposal makes is what the collector's share pays for.
+    // (V8 takes the two flags; Node's types for the method list only the interval.)
+    const sampling = { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true };
+    await allocations.post('HeapProfiler.startSampling', sampling);
+  }
   const threads0 = threadCpu();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
@@ -259,6 +275,13 @@ async function measure(
     const s = shares(profile as Parameters<typeof shares>[0]);
     console.log(`round ${n} ${arm} profile: tracing ${fmt(s.tracing)}%, metrics ${fmt(s.metrics)}%, GC ${fmt(s.gc)}% of busy CPU`);
     profiler.disconnect();
+  }
+  if (allocations && ALLOCATION_DIR) {
+    const { profile } = await allocations.post('HeapProfiler.stopSampling');
+    mkdirSync(ALLOCATION_DIR, { recursive: true });
+    writeFileSync(join(ALLOCATION_DIR, `${n}-${arm}.heapprofile`), JSON.stringify(profile));
+    console.log(`round ${n} ${arm} allocations: ${fmt(allocatedBytes(profile.head) / 1024 / proposals)} KB per proposal`);
+    allocations.disconnect();
   }
   return {
     round: n,
@@ -401,4 +424,11 @@ export async function runOverhead(): Promise<OverheadFigures> {
     );
   }
   return figures;
+}
+
+/** Bytes a sampling heap profile counts under `node`. */
+function allocatedBytes(node: { selfSize: number; children: (typeof node)[] }): number {
+  let total = node.selfSize;
+  for (const child of node.children) total += allocatedBytes(child);
+  return total;
 }
