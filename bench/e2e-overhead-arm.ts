@@ -1,5 +1,6 @@
 /**
- * One arm of a concurrent overhead round (bench/e2e-overhead.ts, BENCH_OVERHEAD_MODE=concurrent),
+ * One arm of an overhead round in a process of its own (bench/e2e-overhead.ts,
+ * BENCH_OVERHEAD_MODE=concurrent or isolated),
  * in a process of its own: deploys BENCH_OVERHEAD_ARM, warms up, says `ready`, measures on `go`,
  * says `measured` with its figures, stops its deployment and exits.
  */

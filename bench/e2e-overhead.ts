@@ -10,8 +10,8 @@
  * process (services, agent and reader; not nats-server) per proposal, which the shared machine's other
  * load moves less than wall-clock throughput. The agent records no spans unless
  * BENCH_OVERHEAD_AGENT=traced (see AGENT). BENCH_OVERHEAD_MODE=concurrent runs the arms of a round
- * at the same time instead, a process each, paced (see concurrentRound). NATS_URL must be set
- * before this module loads.
+ * at the same time instead, a process each, paced (see forkedRound); `isolated` one after the
+ * other, a process each. NATS_URL must be set before this module loads.
  */
 import 'reflect-metadata';
 import { ConclaveClient } from '@conclave/sdk';
@@ -22,7 +22,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { ConclaveHarness } from '../test/support/conclave-harness';
 import { DecisionCollector } from '../test/support/decisions';
 import { fmt, int, sleep } from './bench-util';
@@ -32,17 +32,21 @@ const ROUNDS = int('BENCH_OVERHEAD_ROUNDS', 4);
 const IN_FLIGHT = int('BENCH_IN_FLIGHT', 64);
 /**
  * `sequential` (default): the arms' rounds one after the other in this process. `concurrent`:
- * the arms of a round at the same time, each in its own process, paced (see concurrentRound).
+ * the arms of a round at the same time, each in its own process, paced (see forkedRound).
+ * `isolated`: one after the other, each in a process of its own: every round starts from a fresh
+ * heap with only its own arm's code compiled, as a service does, flat out unless paced.
  */
-const MODE = process.env['BENCH_OVERHEAD_MODE'] === 'concurrent' ? 'concurrent' : 'sequential';
+const MODE = (['concurrent', 'isolated'] as const).find((m) => m === process.env['BENCH_OVERHEAD_MODE']) ?? 'sequential';
+/** Whether each arm's round runs in a process of its own (bench/e2e-overhead-arm.ts). */
+const FORKED = MODE !== 'sequential';
 /**
  * Proposals started per second (0: as fast as IN_FLIGHT allows). Concurrent arms are paced (100
  * unless set): run flat out, each would take what CPU the others leave.
  */
 const RATE = int('BENCH_OVERHEAD_RATE', MODE === 'concurrent' ? 100 : 0);
 export const PROPOSALS = int('BENCH_OVERHEAD_PROPOSALS', 1_000);
-/** A concurrent arm's process compiles its code during its warm-up alone: a longer one. */
-const WARMUP = int('BENCH_OVERHEAD_WARMUP', MODE === 'concurrent' ? 500 : 200);
+/** A forked arm's process compiles its code during its warm-up alone: a longer one. */
+const WARMUP = int('BENCH_OVERHEAD_WARMUP', FORKED ? 500 : 200);
 /** When set, a CPU profile of each measured round is written there (`<round>-<arm>.cpuprofile`). */
 const PROFILE_DIR = process.env['BENCH_OVERHEAD_PROFILE'];
 /**
@@ -105,6 +109,8 @@ export interface OverheadRound {
    * (concurrent compilation and garbage collection), which a CPU profile does not see.
    */
   mainThreadUsPerProposal: number;
+  /** Garbage-collection pauses (the main thread's wait for each collection), by kind. */
+  gcPauseUsPerProposal: { minor: number; major: number };
 }
 
 export interface OverheadFigures {
@@ -132,6 +138,25 @@ const dropAll: tracing.SpanExporter = {
 };
 
 const now = () => new Date().toISOString();
+
+/** Milliseconds the main thread spent in garbage-collection pauses from now to `stop()`, by kind. */
+function gcPauses(): { stop(): { minor: number; major: number } } {
+  const total = { minor: 0, major: 0 };
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = (e as { detail?: { kind?: number } }).detail?.kind;
+      if (kind === constants.NODE_PERFORMANCE_GC_MINOR) total.minor += e.duration;
+      else total.major += e.duration;
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    stop() {
+      observer.disconnect();
+      return total;
+    },
+  };
+}
 
 /** CPU seconds of this process's main thread (its thread id is the process id), from /proc. */
 function threadCpu(): { main: number } {
@@ -261,6 +286,7 @@ async function measure(
     const sampling = { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true };
     await allocations.post('HeapProfiler.startSampling', sampling);
   }
+  const pauses = gcPauses();
   const threads0 = threadCpu();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
@@ -268,6 +294,7 @@ async function measure(
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const threads = threadCpu();
+  const paused = pauses.stop();
   if (profiler && PROFILE_DIR) {
     const { profile } = await profiler.post('Profiler.stop');
     mkdirSync(PROFILE_DIR, { recursive: true });
@@ -290,6 +317,7 @@ async function measure(
     cpuUsPerProposal: (cpu.user + cpu.system) / proposals,
     systemUsPerProposal: cpu.system / proposals,
     mainThreadUsPerProposal: ((threads.main - threads0.main) * 1e6) / proposals,
+    gcPauseUsPerProposal: { minor: (paused.minor * 1000) / proposals, major: (paused.major * 1000) / proposals },
   };
 }
 
@@ -306,10 +334,10 @@ async function round(arm: Arm, n: number, proposals = PROPOSALS): Promise<Overhe
  * The arms of one round at the same time, each in a process of its own (bench/e2e-overhead-arm.ts)
  * at the same pace: what the shared machine does to one in those seconds, it does to the others,
  * and each process starts with a fresh heap and compiled code of its own arm only. Each warms up,
- * then all start measuring together.
+ * then all start measuring together. Given one arm (`isolated`), just that arm in its process.
  */
-async function concurrentRound(n: number): Promise<OverheadRound[]> {
-  const children = ARMS.map((arm) =>
+async function forkedRound(n: number, arms: readonly Arm[] = ARMS): Promise<OverheadRound[]> {
+  const children = arms.map((arm) =>
     fork(join(__dirname, 'e2e-overhead-arm.ts'), [], {
       execArgv: process.execArgv,
       env: { ...process.env, BENCH_OVERHEAD_ARM: arm, BENCH_OVERHEAD_ROUND: String(n) },
@@ -374,19 +402,19 @@ function median(xs: number[]): number {
 export async function runOverhead(): Promise<OverheadFigures> {
   const together = MODE === 'concurrent';
   console.log(
-    `\n## instrumentation overhead (agents ${AGENT === 'plain' ? 'without an OpenTelemetry SDK' : 'traced too'}): ${ROUNDS} rounds of ${ARMS.join(', ')} ${together ? 'at the same time, a process each' : 'in rotating order'}; ${PROPOSALS} proposals per round after ${WARMUP} of warm-up, ${RATE > 0 ? `${RATE} started per second${together ? ' in each' : ''}` : 'as fast as they go'}`,
+    `\n## instrumentation overhead (agents ${AGENT === 'plain' ? 'without an OpenTelemetry SDK' : 'traced too'}): ${ROUNDS} rounds of ${ARMS.join(', ')} ${together ? 'at the same time, a process each' : MODE === 'isolated' ? 'in rotating order, a process each' : 'in rotating order'}; ${PROPOSALS} proposals per round after ${WARMUP} of warm-up, ${RATE > 0 ? `${RATE} started per second${together ? ' in each' : ''}` : 'as fast as they go'}`,
   );
   // One unmeasured round of each arm first: the code of every path compiled before any is timed
-  // (a concurrent arm's process warms up its own).
-  if (!together) for (const arm of ARMS) await round(arm, 0, WARMUP);
+  // (a forked arm's process warms up its own).
+  if (!FORKED) for (const arm of ARMS) await round(arm, 0, WARMUP);
   const rounds: OverheadRound[] = [];
   const show = (f: OverheadRound) =>
     console.log(
-      `round ${f.round} ${f.arm.padEnd(7)}: ${fmt(f.rate, 0)} proposals/s, ${fmt(f.cpuUsPerProposal, 0)} µs CPU per proposal (${fmt(f.systemUsPerProposal, 0)} in the kernel, ${fmt(f.mainThreadUsPerProposal, 0)} on the main thread)`,
+      `round ${f.round} ${f.arm.padEnd(7)}: ${fmt(f.rate, 0)} proposals/s, ${fmt(f.cpuUsPerProposal, 0)} µs CPU per proposal (${fmt(f.systemUsPerProposal, 0)} in the kernel, ${fmt(f.mainThreadUsPerProposal, 0)} on the main thread; GC pauses ${fmt(f.gcPauseUsPerProposal.minor, 0)} minor, ${fmt(f.gcPauseUsPerProposal.major, 0)} major)`,
     );
   for (let r = 1; r <= ROUNDS; r++) {
     if (together) {
-      for (const f of await concurrentRound(r)) {
+      for (const f of await forkedRound(r)) {
         rounds.push(f);
         show(f);
       }
@@ -395,7 +423,7 @@ export async function runOverhead(): Promise<OverheadFigures> {
     // Rotate which arm goes first, so a drift of the machine's load favours none.
     const order = ARMS.map((_, i) => ARMS[(i + r) % ARMS.length]);
     for (const arm of order) {
-      const f = await round(arm, r);
+      const f = MODE === 'isolated' ? (await forkedRound(r, [arm]))[0] : await round(arm, r);
       rounds.push(f);
       show(f);
     }

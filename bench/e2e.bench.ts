@@ -10,7 +10,8 @@
  *      events in the log: first boot (full rebuild), then restart (from the snapshots);
  *   4. (after 1) the cost of metrics and tracing: alternating rounds with instrumentation on and
  *      off (bench/e2e-overhead.ts; BENCH_OVERHEAD_ROUNDS, BENCH_OVERHEAD_PROPOSALS, and
- *      BENCH_OVERHEAD_MODE=concurrent for the arms of a round at the same time, a process each).
+ *      BENCH_OVERHEAD_MODE=concurrent for the arms of a round at the same time, a process each,
+ *      or isolated for one after the other, a process each).
  * Prints figures and goals met or missed; never fails on time.
  *
  *   npm run bench                                                        # about 8-12 minutes
