@@ -1,7 +1,6 @@
 /**
  * One arm of an overhead round in a process of its own (bench/e2e-overhead.ts,
- * BENCH_OVERHEAD_MODE=concurrent or isolated),
- * in a process of its own: deploys BENCH_OVERHEAD_ARM, warms up, says `ready`, measures on `go`,
+ * BENCH_OVERHEAD_MODE=concurrent or isolated): deploys BENCH_OVERHEAD_ARM, warms up, says `ready`, measures on `go`,
  * says `measured` with its figures, stops its deployment and exits.
  */
 import { deploy, PROPOSALS, type ArmMessage } from './e2e-overhead';
