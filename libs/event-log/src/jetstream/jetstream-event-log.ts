@@ -571,7 +571,6 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
       : this.jsm.streams.getMessage(this.streamName, query);
   }
 
-  /** The last message of a subject, or undefined when the subject is empty. */
   /** How many messages the stream holds on `subject`, as its leader says; undefined when it does not say. */
   private async messagesOn(subject: string): Promise<number | undefined> {
     const info = await this.jsm.streams.info(this.streamName, { subjects_filter: subject });
@@ -579,6 +578,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     return subjects ? (subjects[subject] ?? 0) : undefined;
   }
 
+  /** The last message of a subject, or undefined when the subject is empty. */
   private async lastMessage(subject: string): Promise<StoredMsg | undefined> {
     try {
       return await this.getMessage({ last_by_subj: subject });

@@ -19,3 +19,8 @@ export function w3cSpanContext(traceparent: string | undefined, tracestate?: str
   };
   return trace.isSpanContextValid(spanContext) ? spanContext : undefined;
 }
+
+/** A span context as a W3C `traceparent` (version 00): the one way Conclave writes one. */
+export function w3cTraceparent(c: Pick<SpanContext, 'traceId' | 'spanId' | 'traceFlags'>): string {
+  return `00-${c.traceId}-${c.spanId}-${(c.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
+}

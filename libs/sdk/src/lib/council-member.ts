@@ -20,6 +20,7 @@ import {
   isNotFound,
   MEMBER_TASK_ACK_WAIT_MS,
   memberTaskConsumerName,
+  w3cTraceparent,
 } from '@conclave/messaging';
 import { context as otelContext, ROOT_CONTEXT, trace, type Span, type TracerProvider } from '@opentelemetry/api';
 import { Consumer, ConsumerMessages, ErrorCode, headers, JsMsg, NatsConnection, NatsError } from 'nats';
@@ -418,7 +419,7 @@ export class CouncilMember {
 function traceHeadersOf(span: Span): Record<string, string> | undefined {
   const c = span.spanContext();
   if (!trace.isSpanContextValid(c)) return undefined;
-  const out: Record<string, string> = { traceparent: `00-${c.traceId}-${c.spanId}-${(c.traceFlags & 0xff).toString(16).padStart(2, '0')}` };
+  const out: Record<string, string> = { traceparent: w3cTraceparent(c) };
   const state = c.traceState?.serialize();
   if (state) out['tracestate'] = state;
   return out;

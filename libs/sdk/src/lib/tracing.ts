@@ -1,5 +1,5 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type Tracer, type TracerProvider } from '@opentelemetry/api';
-import { w3cSpanContext } from '@conclave/messaging';
+import { w3cSpanContext, w3cTraceparent } from '@conclave/messaging';
 import { headers, type MsgHdrs } from 'nats';
 
 const TRACER = 'conclave-sdk';
@@ -29,7 +29,7 @@ export async function withTraceHeaders<T>(tracer: Tracer, subject: string, send:
   const h = headers();
   const c = span.spanContext();
   if (trace.isSpanContextValid(c)) {
-    h.append('traceparent', `00-${c.traceId}-${c.spanId}-${(c.traceFlags & 0xff).toString(16).padStart(2, '0')}`);
+    h.append('traceparent', w3cTraceparent(c));
     const state = c.traceState?.serialize();
     if (state) h.append('tracestate', state);
   }

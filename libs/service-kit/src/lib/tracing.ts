@@ -14,7 +14,7 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import type { EventMetadata } from '@conclave/event-log';
-import { w3cSpanContext } from '@conclave/messaging';
+import { w3cSpanContext, w3cTraceparent } from '@conclave/messaging';
 import { NodeSDK, tracing } from '@opentelemetry/sdk-node';
 import type { MsgHdrs } from 'nats';
 import { idIn, storedTraceContext, withTraceContext } from './logging';
@@ -270,7 +270,7 @@ export function traceMetadata(): Record<string, string> | undefined {
     propagation.inject(active, carrier);
     return carrier;
   }
-  const metadata: Record<string, string> = { traceparent: `00-${c.traceId}-${c.spanId}-0${(c.traceFlags & 0xff).toString(16)}` };
+  const metadata: Record<string, string> = { traceparent: w3cTraceparent(c) };
   const state = c.traceState?.serialize();
   if (state) metadata['tracestate'] = state;
   return metadata;
