@@ -82,6 +82,12 @@ function cleanFields(fields: LogFields): LogFields {
 }
 
 const PINO_LEVEL: Record<string, Level> = { error: 'error', warn: 'warn', log: 'info', info: 'info', debug: 'debug', verbose: 'trace' };
+
+/** Whether LOG_LEVEL lets debug lines through (what is not written need not be formatted). */
+export function logsDebug(logLevel: string): boolean {
+  const level = PINO_LEVEL[logLevel] ?? 'info';
+  return level === 'debug' || level === 'trace';
+}
 const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**

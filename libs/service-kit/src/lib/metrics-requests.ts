@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { PlainJsonNatsServerOptions } from '@conclave/messaging';
-import { idIn, inLogContext } from './logging';
+import { idIn, inLogContext, logsDebug } from './logging';
 import { ConclaveMetrics, METRICS, type Increment, type Observe } from './metrics';
 import type { ServiceConfig } from './service-config';
 import { activeTraceId, tracingObserver } from './tracing';
@@ -47,36 +47,34 @@ export function metricsObserver(metrics: ConclaveMetrics): RequestObserver {
 
 /**
  * Each request's handling in a log context of its own (the subject, the ids its body names, the
- * trace id of its `traceparent`), closed by a debug line with its result: the command log.
+ * trace id of its `traceparent`), closed by a debug line with its result: the command log. With
+ * debug lines off (`debug: false`) the handling runs in its context and nothing else: no clock
+ * read, no line formatted, no extra promise per request.
  */
-export function logContextObserver(): RequestObserver {
+export function logContextObserver(options: { debug: boolean } = { debug: true }): RequestObserver {
   const logger = new Logger('Command');
   return {
     around(request, handle) {
+      const fields = {
+        subject: request.pattern,
+        proposal_id: idIn(request.body, 'proposal_id'),
+        run_id: idIn(request.body, 'run_id'),
+        trace_id: activeTraceId() ?? traceIdOf(request),
+      };
+      if (!options.debug) return inLogContext(fields, handle);
       const started = performance.now();
       const done = (result: string) => logger.debug(`${request.pattern} ${result} in ${(performance.now() - started).toFixed(1)} ms`);
-      return inLogContext(
-        {
-          subject: request.pattern,
-          proposal_id: idIn(request.body, 'proposal_id'),
-          run_id: idIn(request.body, 'run_id'),
-          trace_id: activeTraceId() ?? traceIdOf(request),
-        },
-        async () => {
-          try {
-            const reply = await handle();
-            done(errorOf(reply)?.code ?? 'ok');
-            return reply;
-          } catch (err) {
-            done(
-              (err as { code?: unknown })?.code && typeof (err as { code?: unknown }).code === 'string'
-                ? String((err as { code: string }).code)
-                : 'failed',
-            );
-            throw err;
-          }
-        },
-      );
+      return inLogContext(fields, async () => {
+        try {
+          const reply = await handle();
+          done(errorOf(reply)?.code ?? 'ok');
+          return reply;
+        } catch (err) {
+          const code = (err as { code?: unknown })?.code;
+          done(typeof code === 'string' && code ? code : 'failed');
+          throw err;
+        }
+      });
     },
   };
 }
@@ -93,10 +91,9 @@ export function traceIdOf(request: Pick<ObservedRequest, 'headers'>): string | u
  * and its log context; off, its log context only. Given to the command server, and to any other
  * edge that takes requests (the council's member answers).
  */
-export function requestObserverFor(config: Pick<ServiceConfig, 'instrumentation'>, metrics: ConclaveMetrics): RequestObserver {
-  return config.instrumentation !== 'off'
-    ? combineObservers(metricsObserver(metrics), tracingObserver(), logContextObserver())
-    : logContextObserver();
+export function requestObserverFor(config: Pick<ServiceConfig, 'instrumentation' | 'logLevel'>, metrics: ConclaveMetrics): RequestObserver {
+  const logContext = logContextObserver({ debug: logsDebug(config.logLevel) });
+  return config.instrumentation !== 'off' ? combineObservers(metricsObserver(metrics), tracingObserver(), logContext) : logContext;
 }
 
 /** Observers one inside the other: the first one's `around` outermost. */
