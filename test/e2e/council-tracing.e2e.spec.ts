@@ -98,6 +98,19 @@ describe('tracing: one trace shows a council run, its stages and its member task
     }
     // Low-cardinality names: ids only ever in attributes.
     expect(new Set([run, ...stages, ...tasks].map((s) => s.name))).toEqual(new Set(['council.run', 'council.stage', 'council.task']));
+
+    // The decision's publish by the outbox continues the same trace, inside the run's tree.
+    const publish = await eventually(
+      async () =>
+        exporter
+          .getFinishedSpans()
+          .find((s) => s.name === 'publish council-outbox' && s.attributes['messaging.message.id'] === decided.event_id),
+      10_000,
+      'the publish span of the decision',
+    );
+    expect(publish.kind).toBe(SpanKind.PRODUCER);
+    expect(publish.spanContext().traceId).toBe(traceId);
+    expect(byId.has(publish.parentSpanContext?.spanId ?? '')).toBe(true);
   });
 });
 

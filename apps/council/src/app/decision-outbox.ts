@@ -1,14 +1,12 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { COUNCIL_EVENT_TYPES as E, CouncilEvent, RunTerminated, ValueChoiceResolved } from '@conclave/council-protocol';
-import { CheckpointStore, isAtOrBefore, StartFrom, StoredEvent } from '@conclave/event-log';
-import { acpStreamNames, councilSubjects, ensureStream, publishJsonOnce } from '@conclave/messaging';
-import { CHECKPOINTS, NATS_CONNECTION, SERVICE_CONFIG } from '@conclave/service-kit';
+import type { CheckpointStore, EventLog, StoredEvent } from '@conclave/event-log';
+import { acpStreamNames, councilSubjects, ensureStream } from '@conclave/messaging';
+import { CHECKPOINTS, EVENT_LOG, LogOutbox, NATS_CONNECTION, OutboxMessage, Readiness, SERVICE_CONFIG } from '@conclave/service-kit';
 import { NatsConnection } from 'nats';
 import { CouncilConfig } from './council.config';
+import { COUNCIL_RUN_CATEGORY } from './run-index';
 import { RunRepository } from './run-repository';
-
-const CHECKPOINT = 'council-outbox';
-const ATTEMPTS = 3;
 
 /** What downstream systems read on `<prefix>.v1.decisions`: the run's end and its DecisionRecord. */
 export interface CouncilDecisionMessage {
@@ -27,43 +25,40 @@ export interface CouncilDecisionMessage {
 }
 
 /**
- * Publishes from the log (an outbox): each RunTerminated, and each ValueChoiceResolved (the run's
+ * The council's decision outbox: each RunTerminated, and each ValueChoiceResolved (the run's
  * terminal state after its owner's value choice), becomes one message on the JetStream stream
  * COUNCIL_DECISIONS (`<prefix>.v1.decisions`) carrying the DecisionRecord with its dissent,
- * `Nats-Msg-Id` = the event id, so a replay or a second replica never publishes it twice within
- * the duplicate window; the checkpoint keeps a restart from replaying older ones.
+ * `Nats-Msg-Id` = the event id (see LogOutbox: nothing lost, nothing twice; a failed publish
+ * resumes from the checkpoint).
  */
 @Injectable()
-export class DecisionOutbox {
-  private readonly logger = new Logger(DecisionOutbox.name);
-  private checkpoint: StartFrom = 'start';
-  private revision = 0;
-
+export class DecisionOutbox extends LogOutbox<CouncilEvent> {
   constructor(
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
-    @Inject(CHECKPOINTS) private readonly checkpoints: CheckpointStore<null>,
+    @Inject(EVENT_LOG) log: EventLog,
+    @Inject(CHECKPOINTS) checkpoints: CheckpointStore<null>,
+    @Inject(NATS_CONNECTION) nc: NatsConnection,
     @Inject(SERVICE_CONFIG) private readonly config: CouncilConfig,
     private readonly repo: RunRepository,
-  ) {}
+    readiness: Readiness,
+  ) {
+    // The checkpoint keeps the name it had when the run index published: an upgrade resumes there.
+    super({ checkpoint: 'council-outbox', categories: [COUNCIL_RUN_CATEGORY] }, log, checkpoints, nc, readiness);
+  }
 
-  /** Creates the stream and loads the checkpoint; called by the run index before it subscribes. */
-  async prepare(): Promise<void> {
+  protected async prepare(): Promise<void> {
     const jsm = await this.nc.jetstreamManager();
     await ensureStream(jsm, {
       name: acpStreamNames(this.config.streamSuffix).councilDecisions,
       subjects: [councilSubjects(this.config.councilPrefix).decisions],
       replicas: this.config.logReplicas,
     });
-    const stored = await this.checkpoints.load(CHECKPOINT);
-    this.checkpoint = stored?.position ?? 'start';
-    this.revision = stored?.revision ?? 0;
   }
 
-  async observe({ event, position }: StoredEvent<CouncilEvent>): Promise<void> {
-    if ((event.type !== E.RunTerminated && event.type !== E.ValueChoiceResolved) || isAtOrBefore(position, this.checkpoint)) return;
+  protected async messagesFor({ event }: StoredEvent<CouncilEvent>): Promise<OutboxMessage[]> {
+    if (event.type !== E.RunTerminated && event.type !== E.ValueChoiceResolved) return [];
     const { state } = await this.repo.load(event.correlation_id);
-    if (state.status !== 'terminated') return;
-    const message: CouncilDecisionMessage =
+    if (state.status !== 'terminated') return [];
+    const body: CouncilDecisionMessage =
       event.type === E.RunTerminated
         ? {
             event_id: event.event_id,
@@ -87,22 +82,6 @@ export class DecisionOutbox {
             decision_record: state.decision?.decision_record ?? null,
             value_choice: event.data,
           };
-    const subject = councilSubjects(this.config.councilPrefix).decisions;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await publishJsonOnce(this.nc.jetstream(), subject, message, event.event_id);
-        break;
-      } catch (err) {
-        if (attempt >= ATTEMPTS) throw err;
-      }
-    }
-    this.checkpoint = position;
-    try {
-      this.revision = await this.checkpoints.save(CHECKPOINT, { position, state: null }, this.revision);
-    } catch (err) {
-      // Another replica moved it: reload; republishing is deduplicated anyway.
-      this.logger.warn(`outbox checkpoint not saved: ${(err as Error).message}`);
-      this.revision = (await this.checkpoints.load(CHECKPOINT))?.revision ?? this.revision;
-    }
+    return [{ subject: councilSubjects(this.config.councilPrefix).decisions, body, msgId: event.event_id }];
   }
 }

@@ -2,7 +2,6 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBoo
 import { COUNCIL_EVENT_TYPES as E, COUNCIL_RUN_STREAM_PREFIX, CouncilEvent } from '@conclave/council-protocol';
 import type { EventLog, StoredEvent, Subscription } from '@conclave/event-log';
 import { EVENT_LOG, Readiness } from '@conclave/service-kit';
-import { DecisionOutbox } from './decision-outbox';
 import { RunDriver } from './run-driver';
 import { RunLeases } from './run-lease';
 
@@ -12,7 +11,7 @@ export const COUNCIL_RUN_CATEGORY = COUNCIL_RUN_STREAM_PREFIX.slice(0, -1);
 /**
  * Follows the `council-run` category from the start of the log: which runs are not terminated
  * (resumed at boot: killed mid-run, the controller continues from the log), which appends came
- * from another writer (the driving loop re-reads), and every RunTerminated for the outbox.
+ * from another writer (the driving loop re-reads).
  */
 @Injectable()
 export class RunIndex implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -25,7 +24,6 @@ export class RunIndex implements OnApplicationBootstrap, BeforeApplicationShutdo
   constructor(
     @Inject(EVENT_LOG) private readonly log: EventLog,
     private readonly driver: RunDriver,
-    private readonly outbox: DecisionOutbox,
     private readonly leases: RunLeases,
     readiness: Readiness,
   ) {
@@ -37,7 +35,6 @@ export class RunIndex implements OnApplicationBootstrap, BeforeApplicationShutdo
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    await this.outbox.prepare();
     const sub = (this.log as EventLog<CouncilEvent>).subscribe([COUNCIL_RUN_CATEGORY], 'start', (e) => this.apply(e));
     this.subscription = sub;
     sub.closed.catch((err: Error) => this.logger.error(`council-run subscription ended: ${err.message}`));
@@ -64,12 +61,11 @@ export class RunIndex implements OnApplicationBootstrap, BeforeApplicationShutdo
     }
   }
 
-  private async apply(stored: StoredEvent<CouncilEvent>): Promise<void> {
+  private apply(stored: StoredEvent<CouncilEvent>): void {
     const { event } = stored;
     const runId = event.correlation_id;
     if (event.type === E.RunStarted) this.running.add(runId);
     else if (event.type === E.RunTerminated) this.running.delete(runId);
-    await this.outbox.observe(stored);
     if (this.ready && stored.endOfCommit) this.driver.observed(runId, event.event_id);
   }
 }
