@@ -151,6 +151,28 @@ d(title, () => {
     expect(observed.value[1]).toBe('3');
   });
 
+  it("the dashboard's service picker offers every service, as Grafana asks Prometheus for it", async () => {
+    const dashboard = JSON.parse(
+      readFileSync(join(__dirname, '..', '..', 'deploy', 'observability', 'grafana-dashboard.json'), 'utf8'),
+    ) as {
+      templating: { list: { name: string; query?: string }[] };
+    };
+    const picker = dashboard.templating.list.find((v) => v.name === 'service')?.query ?? '';
+    // label_values(<selector>, <label>): Grafana's query for a variable's values.
+    const [, selector, label] = /^label_values\((.+), (\w+)\)$/.exec(picker) ?? [];
+    expect(label).toBe('service');
+    const offered = await eventually(
+      async () => {
+        const res = await fetch(`${api}/api/v1/label/${label}/values?match[]=${encodeURIComponent(selector)}`);
+        const values = ((await res.json()) as { data: string[] }).data;
+        return services.every((s) => values.includes(s)) ? values : undefined;
+      },
+      20_000,
+      'every service among the values',
+    );
+    expect([...offered].sort()).toEqual([...services].sort());
+  });
+
   it("loads the repository's alert rules: every alert of alerts.yml, healthy", async () => {
     const expected = [...readFileSync(ALERTS, 'utf8').matchAll(/^\s*- alert: (\S+)\s*$/gm)].map((m) => m[1]);
     expect(expected.length).toBeGreaterThan(0);
