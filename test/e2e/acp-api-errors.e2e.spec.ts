@@ -142,4 +142,21 @@ describe('NATS API error replies change nothing (DESIGN section 5, RFC 5.3, 14.4
     expect(reply.ok).toBe(true);
     expect(reply.proposal?.responses).toEqual([expect.objectContaining({ participant_id: 'ivy', weight: 0.125 })]);
   });
+
+  it('with authentication off, the factors a response declares are used and marked declared (DESIGN section 6)', async () => {
+    const p = await h.client.propose({
+      domain: 'risk.credit',
+      author: 'hank',
+      payload: {},
+      quorum: 5,
+      created_at: new Date().toISOString(),
+    });
+    const reply = await requestJson<Reply & { factors?: unknown }>(
+      h.nc,
+      subject('respond'),
+      response({ proposal_id: p.proposal_id, participant_id: 'jill', confidence: 0.5, domain_authority: 0.8, trust_score: 0.4 }),
+    );
+    expect(reply.factors).toEqual({ domain_authority: 0.8, trust_score: 0.4, source: 'declared' });
+    expect(reply.proposal?.responses).toEqual([expect.objectContaining({ participant_id: 'jill', weight: 0.16 })]);
+  });
 });

@@ -1,7 +1,6 @@
-import { generateKeyPairSync, sign } from 'node:crypto';
-import { AUDIT_PATTERNS, AUTH_HEADERS, AuditEntry, REGISTRY_PATTERNS, signingInput } from '@conclave/registry-protocol';
+import { generateKeyPairSync } from 'node:crypto';
+import { AUDIT_PATTERNS, AUTH_HEADERS, AuditEntry, REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ConclaveClient, ConclaveError, ed25519Signer, generateParticipantKeys, signPayload } from '@conclave/sdk';
-import { CommandContext, CommandRequest, RejectionRecorder } from '@conclave/service-kit';
 import { headers as natsHeaders } from 'nats';
 import { ulid } from 'ulid';
 import { eventually, SecureConclaveHarness } from '../support/conclave-harness';
@@ -17,7 +16,7 @@ describe('security: authentication, authorization, factors and clearance over NA
   let secretId: string;
 
   beforeAll(async () => {
-    await h.start('intake', 'resolver', 'audit');
+    await h.start('intake', 'resolver', 'escalation', 'audit');
     await h.seed([
       { participant_id: 'alice', clearance: 'confidential', grants: [{ domain: 'risk', domain_authority: 0.9, trust_score: 0.8 }] },
       { participant_id: 'bob', clearance: 'confidential', grants: [{ domain: 'risk.credit', domain_authority: 0.7, trust_score: 0.6 }] },
@@ -163,33 +162,42 @@ describe('security: authentication, authorization, factors and clearance over NA
     expect(reply.proposal.responses.find((r) => r.participant_id === 'bob')).toMatchObject({ domain_authority: 0.7, trust_score: 0.6 });
   });
 
-  it('a non-resolver resolving (through CommandContext.authorize): FORBIDDEN, audited; a human resolver passes', async () => {
-    const intake = h.instances.find((i) => i.name === 'intake')!.app;
-    const context = intake.get(CommandContext);
-    const request = (participant: string): CommandRequest => {
-      const body = new TextEncoder().encode(
-        JSON.stringify({ proposal_id: proposalId, outcome: 'approved', resolved_by: participant, note: 'ok' }),
-      );
-      const fields = { subject: `${h.prefix}.v1.resolve`, timestamp: now(), nonce: ulid(), participant_id: participant };
-      const hdrs = natsHeaders();
-      hdrs.set(AUTH_HEADERS.participant, participant);
-      hdrs.set(AUTH_HEADERS.timestamp, fields.timestamp);
-      hdrs.set(AUTH_HEADERS.nonce, fields.nonce);
-      hdrs.set(AUTH_HEADERS.signature, sign(null, signingInput(fields, body), h.keys.get(participant)!.privateKeyPem).toString('base64'));
-      return { getSubject: () => fields.subject, getRawBody: () => body, getHeaders: () => hdrs };
-    };
-    const alice = await context.authenticate(request('alice'));
-    let denial: unknown;
-    try {
-      context.authorize(alice, 'resolve', 'risk.credit');
-    } catch (e) {
-      denial = e;
-    }
-    expect(denial).toMatchObject({ code: 'FORBIDDEN', field: 'resolved_by' });
-    await intake.get(RejectionRecorder).record('resolve', request('alice'), { proposal_id: proposalId }, denial as never, alice);
-    await audited(proposalId, 'rejected:resolve', 'FORBIDDEN', 'alice');
-    const officer = await context.authenticate(request('officer'));
-    expect(context.authorize(officer, 'resolve', 'risk.credit')).toMatchObject({ domain: 'risk' });
+  it('escalating a proposal of a domain without a grant (10.1 item 2, 14.2): FORBIDDEN, audited; the proposal stays pending', async () => {
+    const outsider = await h.clientFor('ops-only');
+    await refused(outsider.escalate(proposalId, { reason: 'let a human decide', requested_by: 'ops-only' }), 'FORBIDDEN', 'domain');
+    await audited(proposalId, 'rejected:escalate', 'FORBIDDEN', 'ops-only');
+    expect((await (await h.clientFor('alice')).get(proposalId)).status).toBe('pending');
+  });
+
+  it("escalating in another participant's name: FORBIDDEN naming requested_by, audited; the proposal stays pending", async () => {
+    const bob = await h.clientFor('bob');
+    await refused(bob.escalate(proposalId, { reason: 'alice said so', requested_by: 'alice' }), 'FORBIDDEN', 'requested_by');
+    await audited(proposalId, 'rejected:escalate', 'FORBIDDEN', 'bob');
+    expect((await bob.get(proposalId)).status).toBe('pending');
+  });
+
+  it('an agent resolving an escalation (10.2 needs the human-resolver role): FORBIDDEN, audited; a human resolver resolves it', async () => {
+    const alice = await h.clientFor('alice');
+    const officer = await h.clientFor('officer');
+    const p = await alice.propose({ domain: 'risk', author: 'alice', payload: { limit: 2 }, quorum: 3, created_at: now() });
+    expect((await alice.escalate(p.proposal_id, { reason: 'needs a human', requested_by: 'alice' })).status).toBe('escalated');
+    await eventually(async () => ((await officer.escalations()).some((e) => e.proposal_id === p.proposal_id) ? true : undefined));
+
+    await refused(
+      alice.resolve(p.proposal_id, { outcome: 'approved', resolved_by: 'alice', note: 'I approve my own' }),
+      'FORBIDDEN',
+      'resolved_by',
+    );
+    await audited(p.proposal_id, 'rejected:resolve', 'FORBIDDEN', 'alice');
+    await refused(
+      alice.resolve(p.proposal_id, { outcome: 'approved', resolved_by: 'officer', note: 'in his name' }),
+      'FORBIDDEN',
+      'resolved_by',
+    );
+    expect((await officer.escalation(p.proposal_id)).escalation.status).toBe('open');
+
+    const resolved = await officer.resolve(p.proposal_id, { outcome: 'rejected', resolved_by: 'officer', note: 'too risky' });
+    expect(resolved.resolution).toMatchObject({ outcome: 'rejected', trigger: 'manual', resolved_by: 'officer' });
   });
 
   it('a reader without clearance (14.5): the payload is withheld, the denial audited as FORBIDDEN', async () => {
@@ -203,6 +211,7 @@ describe('security: authentication, authorization, factors and clearance over NA
     await audited(secretId, 'rejected:list', 'FORBIDDEN', 'spy');
     // and cannot respond to what it cannot read
     await refused(spy.endorse(secretId, { participant_id: 'spy', confidence: 0.5 }), 'FORBIDDEN', 'proposal_id');
+    await audited(secretId, 'rejected:respond', 'FORBIDDEN', 'spy');
     // a cleared reader sees it
     expect((await (await h.clientFor('bob')).get(secretId)).payload).toEqual({ secret: 'merger' });
   });
@@ -237,6 +246,8 @@ describe('security: authentication, authorization, factors and clearance over NA
       'UNAUTHENTICATED',
       'payload_signature',
     );
+    const entry = await audited(null, 'rejected:propose', 'UNAUTHENTICATED', 'alice');
+    expect(entry.error?.field).toBe('payload_signature');
   });
 
   it('a proposal in a domain the author has no grant for: FORBIDDEN, audited', async () => {
