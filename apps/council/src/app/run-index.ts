@@ -1,7 +1,7 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { COUNCIL_EVENT_TYPES as E, COUNCIL_RUN_STREAM_PREFIX, CouncilEvent } from '@conclave/council-protocol';
-import type { EventLog, StoredEvent, Subscription } from '@conclave/event-log';
-import { EVENT_LOG, Readiness } from '@conclave/service-kit';
+import type { StoredEvent } from '@conclave/event-log';
+import { Reactor, Reactors, Readiness } from '@conclave/service-kit';
 import { RunDriver } from './run-driver';
 import { RunLeases } from './run-lease';
 
@@ -9,25 +9,27 @@ import { RunLeases } from './run-lease';
 export const COUNCIL_RUN_CATEGORY = COUNCIL_RUN_STREAM_PREFIX.slice(0, -1);
 
 /**
- * Follows the `council-run` category from the start of the log: which runs are not terminated
- * (resumed at boot: killed mid-run, the controller continues from the log), which appends came
- * from another writer (the driving loop re-reads).
+ * Follows the `council-run` category from the start of the log (a reactor: resubscribed from
+ * where it was when the log goes away and comes back): which runs are not terminated (resumed at
+ * boot: killed mid-run, the controller continues from the log), which appends came from another
+ * writer (the driving loop re-reads).
  */
 @Injectable()
 export class RunIndex implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(RunIndex.name);
   private readonly running = new Set<string>();
-  private subscription: Subscription | undefined;
+  private readonly reactor: Reactor<CouncilEvent>;
   private ready = false;
   private sweep: NodeJS.Timeout | undefined;
 
   constructor(
-    @Inject(EVENT_LOG) private readonly log: EventLog,
+    reactors: Reactors,
     private readonly driver: RunDriver,
     private readonly leases: RunLeases,
     readiness: Readiness,
   ) {
     readiness.register('council-runs', () => this.ready);
+    this.reactor = reactors.create<CouncilEvent>({ name: 'council-runs', categories: [COUNCIL_RUN_CATEGORY], apply: (e) => this.apply(e) });
   }
 
   get unterminated(): readonly string[] {
@@ -35,10 +37,7 @@ export class RunIndex implements OnApplicationBootstrap, BeforeApplicationShutdo
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    const sub = (this.log as EventLog<CouncilEvent>).subscribe([COUNCIL_RUN_CATEGORY], 'start', (e) => this.apply(e));
-    this.subscription = sub;
-    sub.closed.catch((err: Error) => this.logger.error(`council-run subscription ended: ${err.message}`));
-    await sub.caughtUp;
+    await this.reactor.start('start');
     for (const runId of this.running) await this.driver.resume(runId);
     if (this.running.size > 0) this.logger.log(`resumed ${this.running.size} unterminated run(s) from the log`);
     this.ready = true;
@@ -50,7 +49,7 @@ export class RunIndex implements OnApplicationBootstrap, BeforeApplicationShutdo
   async beforeApplicationShutdown(): Promise<void> {
     clearInterval(this.sweep);
     this.ready = false;
-    await this.subscription?.stop();
+    await this.reactor.stop();
   }
 
   private async takeOver(): Promise<void> {

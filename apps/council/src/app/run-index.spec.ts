@@ -1,0 +1,89 @@
+import 'reflect-metadata';
+import type { CouncilEvent } from '@conclave/council-protocol';
+import { InMemoryEventLog, LogUnavailableError, type EventLog, type StoredEvent, type Subscription } from '@conclave/event-log';
+import { loadConfig, MemorySnapshots, Reactors, Readiness, ServiceConfig } from '@conclave/service-kit';
+import type { RunDriver } from './run-driver';
+import { RunIndex } from './run-index';
+import type { RunLeases } from './run-lease';
+
+const event = (type: string, runId: string, n: number) =>
+  ({
+    event_id: `${runId}-e${n}`,
+    type,
+    correlation_id: runId,
+    occurred_at: '2026-01-01T00:00:00.000Z',
+    data: {},
+  }) as unknown as CouncilEvent;
+
+const until = async (check: () => boolean, ms = 5_000) => {
+  const end = Date.now() + ms;
+  while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+  return check();
+};
+
+/** `log` whose first subscription is lost to an outage after its first live event (a stalled consumer, a server gone). */
+function losingFirstSubscription(log: InMemoryEventLog<CouncilEvent>): EventLog<CouncilEvent> {
+  let first = true;
+  return new Proxy(log, {
+    get: (t, p) =>
+      p === 'subscribe'
+        ? (cats: never, from: never, handler: (e: StoredEvent<CouncilEvent>) => Promise<void>): Subscription => {
+            const dying = first;
+            first = false;
+            let lose!: () => void;
+            const closed = new Promise<void>((_, reject) => {
+              lose = () => reject(new LogUnavailableError('subscribe', undefined, { cause: new Error('consumer stalled') }));
+            });
+            let live = false;
+            const sub: Subscription = t.subscribe(cats, from, async (e) => {
+              await handler(e);
+              if (dying && live) {
+                void sub.stop();
+                lose();
+              }
+            });
+            void sub.caughtUp.then(() => (live = true));
+            return { caughtUp: sub.caughtUp, closed: Promise.race([closed, sub.closed]), stop: () => sub.stop() };
+          }
+        : (t as never)[p],
+  }) as EventLog<CouncilEvent>;
+}
+
+describe('RunIndex: the runs the council follows', () => {
+  it('given its subscription lost to a log outage, then it resumes after the last event and sees every later run start and end, once', async () => {
+    const log = new InMemoryEventLog<CouncilEvent>();
+    await log.append('council-run-r1', [event('RunStarted', 'r1', 1)], 'no_stream');
+    const readiness = new Readiness();
+    const reactors = new Reactors(
+      losingFirstSubscription(log) as unknown as EventLog,
+      jest.fn(),
+      loadConfig(ServiceConfig, {}),
+      'council',
+      new MemorySnapshots(),
+      readiness,
+    );
+    const observed: string[] = [];
+    const driver = {
+      observed: (_run: string, eventId: string) => observed.push(eventId),
+      resume: jest.fn(async () => undefined),
+      drives: () => true,
+    } as unknown as RunDriver;
+    const index = new RunIndex(reactors, driver, { leaseMs: 60_000 } as RunLeases, readiness);
+    await index.onApplicationBootstrap();
+    expect(index.unterminated).toEqual(['r1']);
+    expect(driver.resume).toHaveBeenCalledWith('r1');
+
+    // When r1 ends (the first subscription dies after handling it) and r2 starts and ends later
+    await log.append('council-run-r1', [event('RunTerminated', 'r1', 2)], '0');
+    await until(() => !readiness.report().ready);
+    await log.append('council-run-r2', [event('RunStarted', 'r2', 1)], 'no_stream');
+    await log.append('council-run-r3', [event('RunStarted', 'r3', 1)], 'no_stream');
+    await log.append('council-run-r2', [event('RunTerminated', 'r2', 2)], '0');
+
+    // Then the index follows again, and has seen each event once
+    expect(await until(() => readiness.report().ready && observed.length === 4)).toBe(true);
+    expect(index.unterminated).toEqual(['r3']);
+    expect(observed).toEqual(['r1-e2', 'r2-e1', 'r3-e1', 'r2-e2']);
+    await index.beforeApplicationShutdown();
+  });
+});
