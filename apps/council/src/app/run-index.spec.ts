@@ -86,4 +86,36 @@ describe('RunIndex: the runs the council follows', () => {
     expect(observed).toEqual(['r1-e2', 'r2-e1', 'r3-e1', 'r2-e2']);
     await index.beforeApplicationShutdown();
   });
+
+  it('given a snapshot saved at shutdown, when a new index starts, then it reads only the later events and keeps the same unterminated runs', async () => {
+    const log = new InMemoryEventLog<CouncilEvent>();
+    const snapshots = new MemorySnapshots();
+    const config = loadConfig(ServiceConfig, {});
+    const driver = { observed: () => undefined, resume: async () => undefined, drives: () => true } as unknown as RunDriver;
+    const start = async () => {
+      const readiness = new Readiness();
+      const index = new RunIndex(
+        new Reactors(log as unknown as EventLog, jest.fn(), config, 'council', snapshots, readiness),
+        driver,
+        { leaseMs: 60_000 } as RunLeases,
+        readiness,
+      );
+      await index.onApplicationBootstrap();
+      return index;
+    };
+    await log.append('council-run-r1', [event('RunStarted', 'r1', 1)], 'no_stream');
+    await log.append('council-run-r2', [event('RunStarted', 'r2', 1)], 'no_stream');
+    await log.append('council-run-r1', [event('RunTerminated', 'r1', 2)], '0');
+    const first = await start();
+    await first.beforeApplicationShutdown();
+
+    await log.append('council-run-r3', [event('RunStarted', 'r3', 1)], 'no_stream');
+    const read = jest.spyOn(log, 'subscribe');
+    const second = await start();
+
+    expect(second.unterminated).toEqual(['r2', 'r3']);
+    // It resumed after the snapshot's position, not from the start of the log.
+    expect(read.mock.calls.map(([, from]) => from)).not.toContain('start');
+    await second.beforeApplicationShutdown();
+  });
 });

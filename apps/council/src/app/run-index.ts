@@ -9,8 +9,8 @@ import { RunLeases } from './run-lease';
 export const COUNCIL_RUN_CATEGORY = COUNCIL_RUN_STREAM_PREFIX.slice(0, -1);
 
 /**
- * Follows the `council-run` category from the start of the log (a reactor: resubscribed from
- * where it was when the log goes away and comes back): which runs are not terminated (resumed at
+ * Follows the `council-run` category (a reactor with a snapshot: resubscribed from where it was
+ * when the log goes away and comes back): which runs are not terminated (resumed at
  * boot: killed mid-run, the controller continues from the log), which appends came from another
  * writer (the driving loop re-reads).
  */
@@ -29,7 +29,19 @@ export class RunIndex implements OnApplicationBootstrap, BeforeApplicationShutdo
     readiness: Readiness,
   ) {
     readiness.register('council-runs', () => this.ready);
-    this.reactor = reactors.create<CouncilEvent>({ name: 'council-runs', categories: [COUNCIL_RUN_CATEGORY], apply: (e) => this.apply(e) });
+    this.reactor = reactors.create<CouncilEvent>({
+      name: 'council-runs',
+      categories: [COUNCIL_RUN_CATEGORY],
+      apply: (e) => this.apply(e),
+      // The unterminated runs are all it keeps: a restart reads only the events after the snapshot.
+      snapshot: {
+        schema: 1,
+        take: () => [...this.running],
+        restore: (saved) => {
+          for (const runId of saved as string[]) this.running.add(runId);
+        },
+      },
+    });
   }
 
   get unterminated(): readonly string[] {
