@@ -41,7 +41,13 @@ describe('security: authentication, authorization, factors and clearance over NA
   });
   afterAll(() => h.stop());
 
-  /** The rejection entry of the audit log for this proposal and action, once the audit service has it. */
+  /** Audit entries already matched to a refusal: each refusal must find one of its own. */
+  const claimed = new Set<number>();
+
+  /**
+   * The rejection entry of the audit log for this proposal and action, once the audit service has
+   * it, not matched to an earlier refusal: two alike refusals need two entries.
+   */
   async function audited(proposal: string | null, action: string, code: string, actor?: string): Promise<AuditEntry> {
     return eventually(
       async () => {
@@ -50,9 +56,15 @@ describe('security: authentication, authorization, factors and clearance over NA
           action,
           limit: 1000,
         });
-        return entries.find(
-          (e) => e.error?.code === code && (proposal === null || e.proposal_id === proposal) && (actor === undefined || e.actor === actor),
+        const entry = entries.find(
+          (e) =>
+            !claimed.has(e.seq) &&
+            e.error?.code === code &&
+            (proposal === null || e.proposal_id === proposal) &&
+            (actor === undefined || e.actor === actor),
         );
+        if (entry) claimed.add(entry.seq);
+        return entry;
       },
       10_000,
       `audit entry ${action} ${code}`,
@@ -194,6 +206,7 @@ describe('security: authentication, authorization, factors and clearance over NA
       'FORBIDDEN',
       'resolved_by',
     );
+    await audited(p.proposal_id, 'rejected:resolve', 'FORBIDDEN', 'alice');
     expect((await officer.escalation(p.proposal_id)).escalation.status).toBe('open');
 
     const resolved = await officer.resolve(p.proposal_id, { outcome: 'rejected', resolved_by: 'officer', note: 'too risky' });

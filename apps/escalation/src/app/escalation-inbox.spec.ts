@@ -108,7 +108,8 @@ describe('the escalation inbox is a projection of the proposal streams', () => {
       status: 'open',
       domain: 'strategy.pricing',
       escalation_id: escalationId,
-      escalation: { reason: 'tie' },
+      // 10.3: why, when, and who asked for it (the resolver that found the tie)
+      escalation: { reason: 'tie', escalated_at: at(0), requested_by: 'resolver' },
       routed: false,
       votes_for: 0.648,
     });

@@ -203,6 +203,18 @@ describe('the escalation ladder: reminder, fallback assignee, default outcome', 
     expect(statusAfter(produced[0], 'escalated')).toBe('expired');
   });
 
+  it('given a ladder that ends in approval, when it is due, then the proposal is approved by timeout, flagged ladder_default, with a decision event', () => {
+    const { events, escalationId } = escalatedHistory();
+    const approving = { ...LADDER, ladder: [{ action: 'default' as const, after_ms: 1000, outcome: 'approved' as const }] };
+    const all = [...events, ...given(events).when(route(escalationId, approving)).events()];
+    const { events: produced, state } = given(all)
+      .when(advance(at(1)))
+      .then([{ type: 'EscalationDefaulted', data: { resolution: { outcome: 'approved', trigger: 'timeout', ladder_default: true } } }]);
+    expect(projectProposal(state)).toMatchObject({ status: 'resolved', resolution: { outcome: 'approved', trigger: 'timeout' } });
+    expect(toDecisionEvent(produced[0], state)).toMatchObject({ outcome: 'approved', trigger: 'timeout', ladder_default: true });
+    expect(statusAfter(produced[0], 'escalated')).toBe('resolved');
+  });
+
   it('given a human resolved first, when the ladder fires, then NOT_ESCALATED and nothing changes', () => {
     const { events } = routed();
     const resolved = [...events, ...given(events).when(resolveEscalation('approved')).events()];

@@ -2,7 +2,7 @@
  * 14.4 / 5.3 with retries: an agent that timed out resends the same request. The edge gives it a
  * new command id and a new `now`; the decider compares what the agent sent with what is recorded.
  */
-import { P2, at, endorse, submit } from '../testing/fixtures';
+import { P2, at, challenge, endorse, submit } from '../testing/fixtures';
 import { given } from '../testing/given-when-then';
 import { isSameSubmission } from './idempotent-retry';
 import { foldProposal } from './proposal.state';
@@ -89,7 +89,7 @@ describe('5.3 / 15.3 a retried response', () => {
       .thenThrows('DUPLICATE_RESPONSE', 'participant_id');
   });
 
-  it('given a recorded endorsement, when the participant sends another confidence or a challenge, then DUPLICATE_RESPONSE', () => {
+  it('given a recorded endorsement, when the participant sends another confidence, another reason or a challenge, then DUPLICATE_RESPONSE', () => {
     const recorded = [submit({ quorum: 3 }), endorse('agent-a', F)];
     given(recorded)
       .when(endorse('agent-a', { ...F, confidence: 0.81 }))
@@ -97,5 +97,7 @@ describe('5.3 / 15.3 a retried response', () => {
     given(recorded)
       .when(endorse('agent-a', F, { reason: 'changed my mind' }))
       .thenThrows('DUPLICATE_RESPONSE', 'participant_id');
+    // the same factors, but a challenge: not a retry of the endorsement; the decider appends nothing
+    given(recorded).when(challenge('agent-a', F)).thenThrows('DUPLICATE_RESPONSE', 'participant_id');
   });
 });

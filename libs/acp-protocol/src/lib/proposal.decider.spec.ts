@@ -146,7 +146,7 @@ describe('DESIGN 3: event envelopes', () => {
 });
 
 describe('5 response semantics', () => {
-  it('5.1/6.1 a response is recorded with the weight the service computes, never a client weight', () => {
+  it('5.1/6.1 a response is recorded with the weight the service computes from its factors', () => {
     given([submit()])
       .when(
         endorse(

@@ -32,13 +32,21 @@ describe('8.1 timeout trigger', () => {
 });
 
 describe('8.2 expiration outcomes (table B.4)', () => {
-  it('8.2 0 responses: status expired, outcome expired, trigger timeout', () => {
+  it('8.2 0 responses: status expired, outcome expired, trigger timeout; the projection shows the Resolution', () => {
     const { state } = given([proposal])
       .when(expire(min(5)))
       .then([
         { type: 'ProposalExpired', data: { resolution: { outcome: 'expired', trigger: 'timeout', votes_for: 0, votes_against: 0 } } },
       ]);
     expect(projectProposal(state).status).toBe('expired');
+    expect(projectProposal(state).resolution).toEqual({
+      schema_version: '1.0',
+      outcome: 'expired',
+      trigger: 'timeout',
+      votes_for: 0,
+      votes_against: 0,
+      decided_at: min(5),
+    });
   });
 
   it('8.2 for > against: resolved, approved, timeout', () => {

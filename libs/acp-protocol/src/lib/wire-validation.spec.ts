@@ -1,8 +1,9 @@
 /** Spec 12 wire format / Appendix B validation, 18.4 schema_version, DESIGN 5 API bodies. */
 import fc from 'fast-check';
-import { P1, P2, T0, min } from '../testing/fixtures';
+import { P1, P2, T0, min, ulidOf } from '../testing/fixtures';
 import { AcpError, AcpErrorCode } from './errors';
 import {
+  MAX_CAUSES,
   parseDecisionEvent,
   parseEscalateRequest,
   parseGetRequest,
@@ -97,6 +98,15 @@ describe('12 / DESIGN 5 propose request', () => {
     expectFailure(() => parseProposeRequest({ ...propose, caused_by: ['x'] }), 'INVALID_ID', 'caused_by');
     expectFailure(() => parseProposeRequest({ ...propose, caused_by: [P2, P2] }), 'SCHEMA_VIOLATION', 'caused_by');
     expectFailure(() => parseProposeRequest({ ...propose, proposal_id: P1, caused_by: [P1] }), 'SCHEMA_VIOLATION', 'caused_by');
+  });
+
+  it('11.3 given 64 causes, then they are accepted; given 65, then SCHEMA_VIOLATION on caused_by', () => {
+    const causes = Array.from({ length: 65 }, (_, i) => ulidOf(100 + i));
+    expect(MAX_CAUSES).toBe(64);
+    expect(parseProposeRequest({ ...propose, caused_by: causes.slice(0, 64) }).caused_by).toEqual(causes.slice(0, 64));
+    const e = failure(() => parseProposeRequest({ ...propose, caused_by: causes }));
+    expect([e.code, e.field]).toEqual(['SCHEMA_VIOLATION', 'caused_by']);
+    expect(e.message).toContain('64');
   });
 
   it('18.4 / 12.1 schema_version: missing is SCHEMA_VIOLATION, anything but "1.0" is UNSUPPORTED_SCHEMA_VERSION (checked first)', () => {
@@ -292,6 +302,26 @@ describe('12.2 / 12.5 / 12.6 full wire objects', () => {
       'resolution.outcome',
     );
     expectFailure(() => parseProposal({ ...proposal, proposal_id: undefined }), 'SCHEMA_VIOLATION', 'proposal_id');
+  });
+
+  it('18.4 / 12.1 given a Resolution, a Decision Event or a respond request, when schema_version is missing, then SCHEMA_VIOLATION; when it is not "1.0", then UNSUPPORTED_SCHEMA_VERSION (checked first)', () => {
+    const event = { event_id: P2, event_type: 'decision', proposal_id: P1, domain: 'risk.credit', ...resolution };
+    const objects: [string, (input: unknown) => unknown, Record<string, unknown>][] = [
+      ['resolution', parseResolution, resolution],
+      ['decision event', parseDecisionEvent, event],
+      ['respond request', parseRespondRequest, respond],
+    ];
+    for (const [what, parse, valid] of objects) {
+      expect([what, parse(valid)]).toEqual([what, expect.objectContaining({ schema_version: '1.0' })]);
+      const { schema_version: _, ...noVersion } = valid;
+      const missing = failure(() => parse(noVersion));
+      expect([what, missing.code, missing.field]).toEqual([what, 'SCHEMA_VIOLATION', 'schema_version']);
+      for (const v of ['2.0', '1', 1, null, '1.0 ']) {
+        // another field is broken too: the version is reported, so it is checked first
+        const wrong = failure(() => parse({ ...valid, schema_version: v, decided_at: 'x', confidence: 'x' }));
+        expect([what, v, wrong.code, wrong.field]).toEqual([what, v, 'UNSUPPORTED_SCHEMA_VERSION', 'schema_version']);
+      }
+    }
   });
 
   it('parses a Decision Event (12.6) and refuses a wrong event_type', () => {

@@ -56,6 +56,33 @@ describe('TimerQueue', () => {
     await q.stop();
   });
 
+  it('given an item an hour away, when the wall clock jumps past it, then its action runs within maxSleepMs, not an hour later', async () => {
+    jest.useFakeTimers();
+    try {
+      // The queue's clock is the wall clock, moved by hand; Node's timers are jest's fake ones.
+      let wall = Date.parse('2025-01-15T10:00:00Z');
+      const ran: { key: string; at: number }[] = [];
+      const q = new TimerQueue({
+        clock: { now: () => new Date(wall) },
+        maxSleepMs: 1_000,
+        run: async (key) => (ran.push({ key, at: wall }), 'done'),
+      });
+      const due = wall + 3_600_000;
+      q.schedule('p', due);
+      q.start();
+      await jest.advanceTimersByTimeAsync(5_000);
+      expect(ran).toEqual([]); // re-armed every second, but not yet due
+
+      wall += 2 * 3_600_000; // the clock jumps forward past the item (an NTP step, a resumed VM)
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect(ran).toEqual([{ key: 'p', at: wall }]);
+      expect(q.size).toBe(0);
+      await q.stop();
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   it('property: whatever fails and however items are rescheduled, every item not cancelled in the end runs to done', async () => {
     await fc.assert(
       fc.asyncProperty(
