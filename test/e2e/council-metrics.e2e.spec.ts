@@ -1,5 +1,6 @@
 import { cleanBehaviour, scriptedGoalContract, scriptedPanel } from '@conclave/sdk/testing';
 import { CouncilHarness } from '../support/council-harness';
+import { sampleValue } from '../support/metrics-text';
 import { eventually } from '../support/conclave-harness';
 
 /** The council's /metrics after a real run whose members report usage and one of whom times out. */
@@ -8,15 +9,6 @@ describe('observability: council run metrics', () => {
 
   beforeAll(() => c.start());
   afterAll(() => c.stop());
-
-  const sample = (text: string, line: RegExp) =>
-    Number(
-      text
-        .split('\n')
-        .find((l) => line.test(l))
-        ?.split(' ')
-        .pop() ?? NaN,
-    );
 
   it('runs by state, member task failures by reason, tokens and cost', async () => {
     const proposers = ['m-builder', 'm-skeptic', 'm-operator'];
@@ -48,17 +40,19 @@ describe('observability: council run metrics', () => {
       5_000,
       'the terminal state counted',
     );
-    expect(sample(text, /^conclave_council_runs_total\{state="started",service="council"\}/)).toBe(1);
-    expect(sample(text, new RegExp(`^conclave_council_runs_total\\{state="${d.terminal_state}",service="council"\\}`))).toBe(1);
-    expect(sample(text, /^conclave_council_member_task_failures_total\{reason="timeout",service="council"\}/)).toBe(1);
+    expect(sampleValue(text, /^conclave_council_runs_total\{state="started",service="council"\}/)).toBe(1);
+    expect(sampleValue(text, new RegExp(`^conclave_council_runs_total\\{state="${d.terminal_state}",service="council"\\}`))).toBe(1);
+    expect(sampleValue(text, /^conclave_council_member_task_failures_total\{reason="timeout",service="council"\}/)).toBe(1);
     // Every answer reports 100 tokens and 0.5 of cost.
-    const tokens = sample(text, /^conclave_council_tokens_total\{service="council"\}/);
+    const tokens = sampleValue(text, /^conclave_council_tokens_total\{service="council"\}/);
     expect(tokens).toBeGreaterThanOrEqual(500);
     expect(tokens % 100).toBe(0);
-    expect(sample(text, /^conclave_council_cost_total\{service="council"\}/)).toBe(tokens / 200);
-    expect(sample(text, /^conclave_eventlog_appends_total\{category="council-run",result="ok",service="council"\}/)).toBeGreaterThan(3);
+    expect(sampleValue(text, /^conclave_council_cost_total\{service="council"\}/)).toBe(tokens / 200);
+    expect(sampleValue(text, /^conclave_eventlog_appends_total\{category="council-run",result="ok",service="council"\}/)).toBeGreaterThan(
+      3,
+    );
     // Member answers are requests like any other, counted under one subject (no member id in the label).
-    expect(sample(text, /^conclave_api_requests_total\{subject="v1.answers",service="council"\}/)).toBeGreaterThanOrEqual(5);
+    expect(sampleValue(text, /^conclave_api_requests_total\{subject="v1.answers",service="council"\}/)).toBeGreaterThanOrEqual(5);
     expect(text).not.toContain(runId);
   });
 });

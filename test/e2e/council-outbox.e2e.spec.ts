@@ -2,6 +2,7 @@ import { acpStreamNames, councilSubjects, ensureStream } from '@conclave/messagi
 import type { CouncilDecisionMessage } from '@conclave/sdk';
 import { cleanBehaviour, scriptedGoalContract, scriptedPanel } from '@conclave/sdk/testing';
 import { CouncilHarness } from '../support/council-harness';
+import { sampleValue } from '../support/metrics-text';
 import { eventually } from '../support/conclave-harness';
 
 /**
@@ -15,14 +16,6 @@ describe('council decision outbox: a refused publish is retried, never dropped',
   beforeAll(() => c.start());
   afterAll(() => c.stop());
 
-  const sample = (text: string, line: RegExp) =>
-    Number(
-      text
-        .split('\n')
-        .find((l) => line.test(l))
-        ?.split(' ')
-        .pop() ?? NaN,
-    );
   const metrics = async () => (await fetch(`${await c.h.instances[0].app.getUrl()}/metrics`)).text();
 
   it('given the decision stream deleted, when a run ends, then its decision is published once the stream is back', async () => {
@@ -43,7 +36,9 @@ describe('council decision outbox: a refused publish is retried, never dropped',
     // The publish was refused (no stream takes the subject) and the outbox went back to its checkpoint.
     await eventually(
       async () =>
-        sample(await metrics(), /^conclave_outbox_restarts_total\{outbox="council-outbox",service="council"\}/) >= 1 ? true : undefined,
+        sampleValue(await metrics(), /^conclave_outbox_restarts_total\{outbox="council-outbox",service="council"\}/) >= 1
+          ? true
+          : undefined,
       10_000,
       'the outbox restarted',
     );
@@ -61,7 +56,7 @@ describe('council decision outbox: a refused publish is retried, never dropped',
       // Published once: Nats-Msg-Id is the event id, and the checkpoint moved past it.
       await eventually(
         async () =>
-          sample(await metrics(), /^conclave_outbox_pending_messages\{outbox="council-outbox",service="council"\}/) === 0
+          sampleValue(await metrics(), /^conclave_outbox_pending_messages\{outbox="council-outbox",service="council"\}/) === 0
             ? true
             : undefined,
         5_000,
@@ -71,7 +66,7 @@ describe('council decision outbox: a refused publish is retried, never dropped',
       expect(info.state.messages).toBe(received.length);
       expect(received.filter((d) => d.run_id === runId)).toHaveLength(1);
       expect(
-        sample(await metrics(), /^conclave_outbox_published_messages_total\{outbox="council-outbox",service="council"\}/),
+        sampleValue(await metrics(), /^conclave_outbox_published_messages_total\{outbox="council-outbox",service="council"\}/),
       ).toBeGreaterThanOrEqual(1);
     } finally {
       messages.stop();
