@@ -105,14 +105,12 @@ describe('NATS API error replies change nothing (DESIGN section 5, RFC 5.3, 14.4
   it('PAYLOAD_TOO_LARGE: a body over the configured limit', () =>
     expectRejected('propose', proposal({ payload: { blob: 'x'.repeat(5000) } }), 'PAYLOAD_TOO_LARGE'));
   /** A proposal whose quorum is met and whose resolution the resolver has appended. */
+  /** A pending proposal in risk.credit. */
+  const pendingProposal = (quorum: number, author = 'hank') =>
+    h.client.propose({ domain: 'risk.credit', author, payload: {}, quorum, created_at: new Date().toISOString() });
+
   async function resolvedProposal(): Promise<string> {
-    const p = await h.client.propose({
-      domain: 'risk.credit',
-      author: 'erin',
-      payload: {},
-      quorum: 1,
-      created_at: new Date().toISOString(),
-    });
+    const p = await pendingProposal(1, 'erin');
     await h.client.endorse(p.proposal_id, { participant_id: 'frank', domain_authority: 1, confidence: 1, trust_score: 1 });
     await eventually(async () => ((await h.client.get(p.proposal_id)).status === 'resolved' ? true : undefined), 10_000, 'the resolution');
     return p.proposal_id;
@@ -127,13 +125,7 @@ describe('NATS API error replies change nothing (DESIGN section 5, RFC 5.3, 14.4
     await expectRejected('escalate', { proposal_id: p.proposal_id, reason: 'too late', requested_by: 'gina' }, 'PROPOSAL_NOT_PENDING');
   });
   it('a client-sent weight is never trusted (RFC 6.1, DESIGN section 2)', async () => {
-    const p = await h.client.propose({
-      domain: 'risk.credit',
-      author: 'hank',
-      payload: {},
-      quorum: 5,
-      created_at: new Date().toISOString(),
-    });
+    const p = await pendingProposal(5);
     const reply = await requestJson<Reply>(
       h.nc,
       subject('respond'),
@@ -144,13 +136,7 @@ describe('NATS API error replies change nothing (DESIGN section 5, RFC 5.3, 14.4
   });
 
   it('with authentication off, the factors a response declares are used and marked declared (DESIGN section 6)', async () => {
-    const p = await h.client.propose({
-      domain: 'risk.credit',
-      author: 'hank',
-      payload: {},
-      quorum: 5,
-      created_at: new Date().toISOString(),
-    });
+    const p = await pendingProposal(5);
     const reply = await requestJson<Reply & { factors?: unknown }>(
       h.nc,
       subject('respond'),
