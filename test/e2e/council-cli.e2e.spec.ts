@@ -47,5 +47,7 @@ describe('conclave CLI: council demo and council validate', () => {
     const bad = await cli('council', 'validate', file);
     expect(bad.exitCode).toBe(3);
     expect(bad.out[0]).toMatch(/^INVALID RunRecord/);
+    // The problems are listed, each with its code and path.
+    expect(bad.out.slice(2)).toEqual(expect.arrayContaining([expect.stringMatching(/^ {2}[A-Z_]+ at artifacts\.candidates\[0\]/)]));
   });
 });

@@ -97,6 +97,11 @@ describe('council:L4 contextual evaluation end to end (apps/council over NATS)',
     const cp = r.checkpoints[0];
     expect(cp.aggregation).toMatchObject({ method: 'ranked-pairs', seed: expect.stringContaining(cp.checkpoint_id) });
     expect(cp.aggregation?.explanation.layers_not_used).toEqual(['capability-estimation', 'outcome-evaluation']);
+    // Every checkpoint of the run, not only the first, records its own seeded aggregation and explanation.
+    for (const k of r.checkpoints) {
+      expect(k.aggregation).toMatchObject({ method: 'ranked-pairs', seed: expect.stringContaining(k.checkpoint_id) });
+      expect(k.aggregation?.explanation.steps.length).toBeGreaterThan(0);
+    }
     // Candidate A (scored 5 by everyone) is selected, and the checkpoint's score is its mean rubric score.
     const a = r.lineage.find((l) => l.label === 'Candidate A')?.versions[0] as string;
     expect(cp.aggregation?.selected).toBe(a);

@@ -104,6 +104,8 @@ describe('Council member API end to end (durable task queues, content-only answe
       expect(cand.candidate_id.startsWith(`${runId}:`)).toBe(true);
       expect(cand.candidate_id.endsWith(`:${cand.author_member_id}`)).toBe(true);
     }
+    expect(run.artifacts.reviews.length).toBeGreaterThan(0);
+    for (const r of run.artifacts.reviews) expect(r.review_id).toMatch(new RegExp(`^${runId}:\\d+:review:${r.reviewer_member_id}:\\d+$`));
     const record = d.decision_record as { decision_id: string; decision_owner: string; goal_contract_id: string };
     expect(record).toMatchObject({
       decision_id: `${runId}:2:synthesis:${chair}`,

@@ -47,8 +47,21 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
     const runId = await c.client.start({ goal_contract: scriptedGoalContract(), panel: p.panel, policy: policy() });
     const d = await c.decisions.waitFor(runId);
     expect(d).toMatchObject({ run_id: runId, terminal_state: 'decided', reason: 'decision-recorded', goal_contract_id: 'gc-001' });
-    const record = d.decision_record as { grounded_in: string[]; decision_owner: string };
+    const record = d.decision_record as {
+      grounded_in: string[];
+      decision_owner: string;
+      decision: string;
+      actions: string[];
+      unresolved_dissent: unknown[];
+      stop_loss_conditions: string[];
+      reversal_signals: string[];
+    };
     expect(record.decision_owner).toBe('human-owner');
+    // The final output: a decision, its dissent (none left here), actions and reversal/stop-loss.
+    expect(record.decision).toEqual(expect.any(String));
+    expect(record.unresolved_dissent).toEqual([]);
+    expect(record.actions.length).toBeGreaterThan(0);
+    expect(record.stop_loss_conditions.length + record.reversal_signals.length).toBeGreaterThan(0);
     expect(record.grounded_in.every((ref) => !ref.startsWith('anon-'))).toBe(true);
 
     const run = await c.client.get(runId, 'human-owner');
@@ -58,7 +71,17 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
     expect((await c.client.get(runId)).anonymization).toEqual({ restricted: true, withheld: true, mapping: [] });
     // Independence and blindness, on the bodies the members actually received.
     const all = Object.values(members).flatMap((m) => m.tasks);
-    for (const t of all.filter((x) => x.stage === 'proposal')) expect(JSON.stringify(t.inputs)).not.toMatch(/cand-/);
+    const proposalTasks = all.filter((x) => x.stage === 'proposal');
+    expect(proposalTasks).toHaveLength(3);
+    for (const t of proposalTasks) {
+      // Only the GoalContract: no candidate (stamped ids are task ids, blind refs are anon-…).
+      expect(Object.keys(t.inputs)).toEqual(['goal_contract']);
+      expect(JSON.stringify(t.inputs)).not.toMatch(/anon-|:proposal:/);
+    }
+    // The revision round is targeted: each proposer is asked about the issues selected on its own candidate.
+    const revisionTasks = all.filter((x) => x.stage === 'revision');
+    expect(revisionTasks.map((t) => t.task_id.split(':').pop()).sort()).toEqual([...p.proposers].sort());
+    for (const t of revisionTasks) expect((t.inputs['selected_issues'] as unknown[]).length).toBeGreaterThan(0);
     for (const t of all.filter((x) => x.stage === 'review')) {
       const text = JSON.stringify(t.inputs);
       for (const id of [...p.proposers, p.chair]) expect(text).not.toContain(id);
@@ -226,6 +249,11 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
       .filter((v) => v.task.stage === 'review');
     expect(reviews.length).toBeGreaterThan(0);
     expect(reviews.every((v) => v.verdict.ok)).toBe(true);
+    // The blind refs the reviewers received are intact (no letter taken for a member id).
+    for (const t of Object.values(members)
+      .flatMap((m) => m.tasks)
+      .filter((x) => x.stage === 'review'))
+      for (const cand of t.inputs['candidates'] as { candidate_ref: string }[]) expect(cand.candidate_ref).toMatch(/^anon-[A-Z]+-v\d+$/);
     const run = await c.client.get(runId, 'human-owner');
     expect(run.refusals).toEqual([]);
   });
@@ -255,10 +283,13 @@ describe('Council end to end (apps/council + scripted members over NATS)', () =>
   it('a refused command: a bad GoalContract gets {ok: false, error: {code, field}} and starts nothing', async () => {
     const p = panelOf(tag());
     const bad = { ...scriptedGoalContract(), budget: { max_rounds: 0, max_time: '1m' } };
-    await expect(c.client.start({ goal_contract: bad, panel: p.panel })).rejects.toMatchObject({
+    const runId = `refused_${p.chair.replace(/-/g, '_')}`;
+    await expect(c.client.start({ goal_contract: bad, panel: p.panel, run_id: runId })).rejects.toMatchObject({
       code: 'SCHEMA_VIOLATION',
       field: 'goal_contract.budget.max_rounds',
     });
+    // Nothing was started under the refused command's run id.
+    await expect(c.client.get(runId, 'human-owner')).rejects.toMatchObject({ code: 'RUN_NOT_FOUND' });
     await expect(c.client.get('no_such_run')).rejects.toBeInstanceOf(CouncilRequestError);
   });
 });

@@ -8,6 +8,7 @@ import { CouncilEvent, DecisionBridged } from './events';
 import { buildRunRecord } from './run-record';
 import { validateRunRecord } from './single-agent-council';
 import { CouncilRunState, StartedRun, evolveRun, foldRun } from './state';
+import { CouncilTaskRequest } from './controller';
 import { T0, at, conflictMapFor, defaultBehaviour, drive, goalContract, startCommand } from '../testing/council-fixtures';
 
 const OWNER = 'human-owner';
@@ -178,6 +179,23 @@ describe('ResolveValueChoice: the owner’s value choice resumes a needs-human-v
     { what: 'an outcome ACP never gives a human', overrides: { outcome: 'expired' }, code: 'SCHEMA_VIOLATION', field: 'outcome' },
   ])('given $what, when decided, then $code at $field', ({ overrides, code, field }) => {
     expect(refusal(() => decide(choice(overrides), bridgedRun()))).toEqual({ code, field });
+  });
+
+  it('given an open value conflict naming another value owner, when that value owner makes the choice, then it is recorded as theirs', () => {
+    const conflicts = (req: CouncilTaskRequest, round: number) =>
+      conflictMapFor(req, round, [{ ...valueConflict, value_owner: 'finance-lead' }]);
+    const ended = drive(startCommand(), defaultBehaviour({ conflicts })).state;
+    expect(ended.status === 'terminated' && ended.terminal.terminal_state).toBe('needs-human-value-choice');
+    const run = apply(ended, bridge());
+    const events = decide(choice({ chosen_by: 'finance-lead' }), run);
+    expect(events).toEqual([
+      expect.objectContaining({
+        type: E.ValueChoiceResolved,
+        actor: 'finance-lead',
+        data: expect.objectContaining({ chosen_by: 'finance-lead' }),
+      }),
+    ]);
+    expect(refusal(() => decide(choice({ chosen_by: 'mallory' }), run))).toEqual({ code: 'NOT_AUTHORIZED_ROLE', field: 'chosen_by' });
   });
 
   it('given a run never posted to ACP, when a value choice arrives, then UNKNOWN_REFERENCE: the choice comes from its own escalation only', () => {

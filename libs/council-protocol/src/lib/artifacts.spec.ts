@@ -43,7 +43,9 @@ describe('spec 8.1 GoalContract', () => {
   it('given the spec example, when parsed, then budget and lists are kept (checklist 1)', () => {
     const gc = parseGoalContract(goalContract());
     expect(gc.budget).toEqual({ max_rounds: 3, max_time: '15m', max_cost: 100, max_tokens: 1_000_000 });
-    expect(gc.success_criteria).toHaveLength(2);
+    expect(gc.success_criteria).toEqual(['no billing downtime', 'auditable ledger']);
+    expect(gc.constraints).toEqual(['team of four', 'one quarter']);
+    expect(gc.decision_owner).toBe('human-owner');
   });
   it('given max_time as ms, ISO duration or shorthand, when parsed, then it is milliseconds', () => {
     expect(parseMaxTime(900_000)).toBe(900_000);
@@ -71,6 +73,9 @@ describe('spec 6 member descriptor', () => {
     const d = parseMemberDescriptor(member('member-skeptic-01', 'skeptic', ['reviewer']));
     expect(d.independence_group).toBe('shared-model-a');
     expect(d.council_roles).toEqual(['reviewer']);
+    expect(d.model_family).toBe('model-x');
+    expect(d.role).toBe('skeptic');
+    expect(d.context_scope).toBe('full');
   });
   it('given a missing independence_group or a non-token member_id, when parsed, then the field is named', () => {
     const { independence_group: _, ...noGroup } = member('m1');
@@ -105,7 +110,9 @@ describe('spec 8.2 CandidateArtifact and section 10 required statements', () => 
 
 describe('spec 8.3 ReviewArtifact', () => {
   it('given rubric scores and material issues, when parsed, then both are kept (checklist 5)', () => {
-    expect(parseReviewArtifact(review()).material_issues[0].severity).toBe('high');
+    const r = parseReviewArtifact(review());
+    expect(r.rubric_scores).toEqual({ evidence: 3, correctness: 4, executability: 2, risk_coverage: 3 });
+    expect(r.material_issues[0]).toMatchObject({ claim: 'no rollback', severity: 'high', revision_request: 'add rollback' });
   });
   it('given a ranking only, when parsed, then it is refused: reviews identify material issues (checklist 5)', () => {
     expect(refusal(() => parseReviewArtifact(review({ rubric_scores: {}, material_issues: [], ranking: ['a'] }))).field).toBe(
@@ -196,8 +203,12 @@ describe('spec 13 frame check', () => {
 describe('spec 8.6 DecisionRecord', () => {
   it('given the spec fields, when parsed, then decision, dissent, actions and reversal are kept (checklist 15)', () => {
     const d = parseDecisionRecord(decision({ unresolved_dissent: ['conflict-01 remains'] }));
+    expect(d.decision).toBe('do A');
     expect(d.actions).toEqual(['ship A']);
     expect(d.unresolved_dissent).toEqual(['conflict-01 remains']);
+    expect(d.stop_loss_conditions).toEqual(['errors > 1%']);
+    const withReversal = parseDecisionRecord(decision({ stop_loss_conditions: [], reversal_signals: ['errors rise'] }));
+    expect(withReversal.reversal_signals).toEqual(['errors rise']);
   });
   it('given a decision without actions or without reversal/stop-loss, when parsed, then it is refused (checklist 15)', () => {
     expect(refusal(() => parseDecisionRecord(decision({ actions: [] }))).field).toBe('actions');

@@ -217,6 +217,8 @@ describe('spec 13 frame challenge: Inside-Outsider (checklist 8)', () => {
   it('given a frame observer, when it returns frame-holds, then the run proceeds with no restart', () => {
     const d = drive(start(), defaultBehaviour());
     expect(ofType(d, E.FrameCheckRecorded)[0].data.frame_check.result).toBe('frame-holds');
+    expect(ofType(d, E.GoalContractRevised)).toHaveLength(0);
+    expect(d.requests.filter((r) => r.stage === 'proposal')).toHaveLength(3);
     expect(terminal(d)?.terminal_state).toBe('decided');
   });
   it('given an accepted challenge that changes the question, when the owner revises the GoalContract, then the proposal stage restarts from the revised contract', () => {

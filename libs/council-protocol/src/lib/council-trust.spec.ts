@@ -232,6 +232,8 @@ describe('spec 14 the decision text cites only artifacts of the run', () => {
     ['decision', { decision: 'Candidate Q is the safest' }],
     ['decision', { decision: 'As review-99#issue-1 showed, migrate' }],
     ['actions[0]', { actions: ['apply the fix from anon-A-v7'] }],
+    ['stop_loss_conditions[0]', { stop_loss_conditions: ['stop if Candidate Q regresses'] }],
+    ['reversal_signals[0]', { reversal_signals: ['review-42#issue-3 comes true'] }],
   ])('given a decision that cites something the run does not hold (%s), when recorded, then UNREFERENCED_CLAIM', (field, patch) => {
     const d = drive(startCommand(), defaultBehaviour({ decision: (req) => decisionFor(req, patch) }));
     expect(d.refusals[0]?.error).toMatchObject({ code: 'UNREFERENCED_CLAIM', field });
@@ -332,6 +334,8 @@ describe('spec 17.1 budgets count every spend, and tasks say what is left', () =
     expect(review.budget_remaining).toEqual({ rounds: 3, time_ms: 15 * 60_000, cost: 70, tokens: 700 });
     const proposal = d.requests.find((r) => r.stage === 'proposal') as CouncilTaskRequest;
     expect(proposal.budget_remaining).toEqual({ rounds: 3, time_ms: 15 * 60_000, cost: 100, tokens: 1000 });
+    expect(d.requests.length).toBeGreaterThan(0);
+    for (const r of d.requests) expect(Object.keys(r.budget_remaining ?? {}).sort()).toEqual(['cost', 'rounds', 'time_ms', 'tokens']);
   });
 });
 
@@ -357,6 +361,8 @@ describe('spec 7.1 and 11.2 who may do what to a run', () => {
       expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'actor' }),
     );
     expect(decide({ type: C.RecordOutcome, outcome, actor: 'human-owner', now: d.now }, d.state)).toHaveLength(1);
+    const byOwner = foldRun(decide({ type: C.InterruptRun, reason: 'stop', actor: 'human-owner', now: d.now }, d.state), d.state);
+    expect(byOwner.status === 'terminated' && byOwner.terminal).toMatchObject({ reason: 'human-interrupt' });
   });
 
   it('given a running run, when a panel member reads it, then NOT_AUTHORIZED_ROLE; the owner and an observer read it without the mapping', () => {

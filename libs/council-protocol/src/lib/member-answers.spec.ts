@@ -104,7 +104,13 @@ describe('member API: members return content only, the controller stamps the boo
     const revisions = state.candidate_order.map((id) => state.candidates[id].candidate).filter((c) => c.version > 1);
     expect(revisions.length).toBeGreaterThan(0);
     for (const r of revisions) expect(state.candidates[r.parent_candidate_id as string].candidate.version).toBe(r.version - 1);
-    for (const id of d.state.review_order) expect(id).toMatch(/:review:[^:]+:\d+$/);
+    for (const id of d.state.review_order) {
+      expect(id).toMatch(/:review:[^:]+:\d+$/);
+      expect(id.startsWith(`${d.state.reviews[id].task_id}:`)).toBe(true);
+      expect(d.state.reviews[id].task_id.endsWith(`:${d.state.reviews[id].review.reviewer_member_id}`)).toBe(true);
+    }
+    expect(d.state.frame_checks.length).toBeGreaterThan(0);
+    for (const f of d.state.frame_checks) expect(f.frame_check.observer_member_id).toBe('member-outsider-01');
     const decision = d.state.decision?.decision_record;
     expect(decision?.decision_id).toBe(d.state.decision?.task_id);
     expect(decision?.decision_owner).toBe('human-owner');

@@ -86,7 +86,14 @@ describe('council:L4 run aggregation in the controller (15.2, 15 MUST)', () => {
     const selected = cp.aggregation?.selected as string;
     expect(candidatesLabelled(d.state, 'A')).toContain(selected); // every reviewer put Candidate A first
     expect(cp.score).toBe(cp.scores[selected]);
-    expect(buildRunRecord(d.state as StartedRun).checkpoints[0].aggregation).toEqual(cp.aggregation);
+    expect(cp.aggregation?.tiers[0]).toEqual([selected]);
+    const all = checkpoints(d.events);
+    for (const k of all) {
+      expect(k.aggregation).toMatchObject({ method: 'schulze', seed: `seed-1:${k.checkpoint_id}` });
+      expect(k.aggregation?.tiers.flat().sort()).toEqual([...k.candidate_ids].sort());
+      expect(k.aggregation?.explanation.steps.length).toBeGreaterThan(0);
+    }
+    expect(buildRunRecord(d.state as StartedRun).checkpoints.map((k) => k.aggregation)).toEqual(all.map((k) => k.aggregation));
   });
 
   it('given the same start and seed, when driven twice, then every event is identical (deterministic given the seed)', () => {
