@@ -23,8 +23,9 @@ const CSP =
 /**
  * The web console: plain HTML and one small vanilla script, no build step. It uses the HTTP API
  * for the inbox and the resolution, and this stream for the live decisions: fetched with the same
- * token as the API, only decisions of domains the reader has a grant on, the payload summary
- * withheld where the reader's clearance does not cover the proposal.
+ * token as the API, only decisions of domains the reader has a grant on when each is sent, the
+ * payload summary withheld where the reader's clearance does not cover the proposal; the stream
+ * ends when the reader is deactivated.
  */
 @Controller()
 @UseFilters(HttpErrorFilter)
@@ -86,26 +87,36 @@ export class ConsoleController implements OnModuleDestroy {
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('Connection', 'keep-alive');
     res.flushHeaders();
-    // In order, one at a time: each decision needs the reader's view of its proposal.
+    // In order, one at a time: each decision needs the reader's view of its proposal, with the
+    // grants and clearance they have when it is sent (a revocation or a deactivation applies to
+    // an open stream at once, as to a new request).
     let chain = Promise.resolve();
+    let ended = false;
     const send = (d: DecisionEvent) => {
       chain = chain
         .then(async () => {
-          const shown = await this.forReader(d, who);
-          if (shown) res.write(`event: decision\ndata: ${JSON.stringify(shown)}\n\n`);
+          if (ended) return;
+          const reader = await this.readers.current(who);
+          if (!reader) return close();
+          const shown = await this.forReader(d, reader);
+          if (shown && !ended) res.write(`event: decision\ndata: ${JSON.stringify(shown)}\n\n`);
         })
         .catch(() => undefined);
     };
     const { recent, unsubscribe } = this.feed.subscribe(send);
-    res.write(': connected\n\n');
-    recent.forEach(send);
     const ping = setInterval(() => res.write(': ping\n\n'), 15_000);
-    this.open.add(res);
-    req.on('close', () => {
+    const close = () => {
+      if (ended) return;
+      ended = true;
       clearInterval(ping);
       unsubscribe();
       this.open.delete(res);
-    });
+      res.end();
+    };
+    res.write(': connected\n\n');
+    recent.forEach(send);
+    this.open.add(res);
+    req.on('close', close);
   }
 
   /** Ends the event streams so that the HTTP server can close (graceful drain). */

@@ -27,6 +27,11 @@ export class EscalationReaders {
     return this.audited(audit, undefined, () => this.humans.identify(credentials));
   }
 
+  /** The reader as the registry has them now; undefined once they may read nothing (see HumanResolverTokens.current). */
+  current(who: Identity): Promise<Identity | undefined> {
+    return this.humans.current(who);
+  }
+
   async list(
     credentials: HumanCredentials,
     query: Record<string, unknown>,

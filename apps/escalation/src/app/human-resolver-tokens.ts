@@ -79,6 +79,17 @@ export class HumanResolverTokens {
     );
   }
 
+  /**
+   * The reader `who` as the registry has them now, for a stream that outlives its request (the
+   * console's decisions): each item is checked against today's grants and clearance. Undefined
+   * once, with authentication required, they may read nothing (deactivated, no longer registered).
+   */
+  async current(who: Identity): Promise<Identity | undefined> {
+    if (!this.required) return who;
+    const state = await this.directory.load(who.participant_id);
+    return state.status === 'active' ? { ...who, state } : undefined;
+  }
+
   private async byToken(token: string, source: string, named?: string): Promise<Identity> {
     this.checkRate(source);
     const presented = digest(token);
