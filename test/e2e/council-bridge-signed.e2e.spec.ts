@@ -44,7 +44,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     CONCLAVE_HUMAN_TOKENS: JSON.stringify({ [ALICE_TOKEN]: 'alice', [BOB_TOKEN]: 'bob' }),
   });
   const prefix = `c${h.prefix}`;
-  const tags = ['s1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9'];
+  const tags = ['s1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9', 's10'];
   const members: ScriptedMember[] = [];
   let councilDecisions: CouncilDecisionCollector;
   let decisions: DecisionCollector;
@@ -294,6 +294,40 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
       error: { code: 'NOT_AUTHORIZED_ROLE' },
     });
     expect(await h.auditEntries({ proposal_id: ask.proposal_id, action: 'rejected:council.acp.start-run' })).toEqual([]);
+  });
+
+  it('given an ACP-started run in a domain where the council service may not post, when it decides, then the refused post is audited once in the owner’s name and nothing reaches ACP', async () => {
+    // Carol may propose in ops; the council service's grant is in billing only: ACP intake refuses its post (ACP_REFUSED).
+    const carol = await h.clientFor('carol');
+    const { proposal: ask, run_id: runId } = await carol.requestDeliberation({
+      domain: 'ops',
+      author: 'carol',
+      quorum: 2,
+      goal_contract: { ...scriptedGoalContract({ goal_contract_id: 'gc-s10', decision_owner: 'carol' }) },
+      panel: seat('s10'),
+      policy: { stage_timeout_ms: 10_000 },
+    });
+    expect((await councilDecisions.waitFor(runId)).terminal_state).toBe('decided');
+    const refused = await eventually(
+      async () => {
+        const found = await h.auditEntries({ proposal_id: ask.proposal_id, action: 'rejected:council.acp.bridge' });
+        return found.length > 0 ? found : undefined;
+      },
+      15_000,
+      'the refused post audited',
+    );
+    await eventually(async () => (council().get(AcpReactions).backlog === 0 ? true : undefined), 10_000, 'no reaction left');
+    expect(await h.auditEntries({ proposal_id: ask.proposal_id, action: 'rejected:council.acp.bridge' })).toHaveLength(1);
+    expect(refused[0]).toMatchObject({
+      actor: 'carol',
+      outcome: 'rejected',
+      authenticated: true,
+      error: { code: 'ACP_REFUSED', field: 'domain' },
+    });
+    const owned = new CouncilClient(h.nc, prefix, { signer: ed25519Signer('carol', pem('carol')), timeoutMs: 15_000 });
+    expect((await owned.get(runId)).acp_bridge).toBeUndefined();
+    const { proposals } = await carol.list({ domain: 'ops', limit: 500 });
+    expect(proposals.filter((p) => (p.payload as { council?: { run_id?: string } }).council?.run_id === runId)).toEqual([]);
   });
 
   it('a council service given bridge domains registers its own participant at start, once, and posts as it; a registered one is never changed', async () => {

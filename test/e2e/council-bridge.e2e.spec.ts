@@ -1,4 +1,4 @@
-import { CouncilEvent, RunRecord, councilRunStream } from '@conclave/council-protocol';
+import { CouncilEvent, RunRecord, councilRunStream, validateRunRecord } from '@conclave/council-protocol';
 import type { EventLog } from '@conclave/event-log';
 import { EVENT_LOG } from '@conclave/service-kit';
 import { ScriptedBehaviour, scriptedGoalContract, scriptedPanel, valueConflictBehaviour } from '@conclave/sdk/testing';
@@ -139,8 +139,14 @@ describe('council → ACP bridge end to end (apps/council + intake + resolver + 
     const bridged = await request<Bridged>('acp.propose', { run_id: r.run_id, quorum: 3, actor: owner });
     expect(bridged).toMatchObject({ ok: true, status: 'escalated', escalated: true });
     const escalated = await c.h.client.get(bridged.proposal_id);
-    expect(JSON.stringify(escalated)).toContain('needs-human-value-choice');
-    expect(JSON.stringify(escalated)).toContain('conflict-value-01');
+    // The escalation, asked by the council service, leaves the value choice to the decision owner and names the conflict.
+    expect(escalated).toMatchObject({
+      status: 'escalated',
+      escalation: {
+        requested_by: 'council-service',
+        note: `needs-human-value-choice: the council leaves a value choice to ${owner} (conflict-value-01)`,
+      },
+    });
     const resolved = await c.h.client.resolve(bridged.proposal_id, {
       outcome: 'approved',
       resolved_by: owner,
@@ -169,6 +175,8 @@ describe('council → ACP bridge end to end (apps/council + intake + resolver + 
       source: { acp_proposal_id: bridged.proposal_id },
     });
     expect(resumed.terminal?.terminal_state).toBe('decided-with-dissent');
+    // The RunRecord after the choice passes the offline validator.
+    expect(validateRunRecord(resumed)).toMatchObject({ valid: true, problems: [], terminal_state: 'decided-with-dissent' });
     // Downstream readers get the run's new terminal state as a second message.
     await eventually(async () => (published(r.run_id).length >= 2 ? true : undefined), 10_000, 'the second COUNCIL_DECISIONS message');
     expect(published(r.run_id).map((m) => m.terminal_state)).toEqual(['needs-human-value-choice', 'decided-with-dissent']);

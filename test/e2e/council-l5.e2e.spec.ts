@@ -81,7 +81,11 @@ describe('council:L5 outcomes and calibration end to end (apps/council over NATS
     };
   }
 
-  type Estimates = { ok: true; estimates: ({ estimate: number; observations: number; lower: number } & Record<string, unknown>)[] };
+  type Estimates = {
+    ok: true;
+    ended_runs: number;
+    estimates: ({ estimate: number; observations: number; lower: number } & Record<string, unknown>)[];
+  };
   const estimates = (body: Record<string, unknown> = {}) => request<Estimates>('capability.estimates', body);
   const synth = (e: Estimates, family: string, domain: string) =>
     e.estimates.find((x) => x['model_family'] === family && x['role'] === 'synthesizer' && x['domain'] === domain);
@@ -111,6 +115,18 @@ describe('council:L5 outcomes and calibration end to end (apps/council over NATS
       'the first run in the estimates',
     );
     expect(proposerOf(before)?.estimate).toBeCloseTo(1.25 / 2.25, 12);
+    // Each estimate is keyed by model family × version × role × domain × tools and carries an estimate, an uncertainty and a count.
+    expect(proposerOf(before)).toMatchObject({
+      model_family: `family-${chosen?.author_member_id}`,
+      model_version: 'v1',
+      role: 'proposer',
+      domain: 'payments',
+      tools: expect.any(String),
+      estimate: expect.any(Number),
+      uncertainty: expect.any(Number),
+      observations: 1,
+    });
+    expect(proposerOf(before)?.['uncertainty']).toBeGreaterThan(0);
 
     // When a stranger records an outcome, it is refused; the owner's failure is stored.
     const refused = await request<{ ok: false; error: { code: string } }>('outcome.record', {
@@ -165,19 +181,39 @@ describe('council:L5 outcomes and calibration end to end (apps/council over NATS
     // Calibration: the chairs' DecisionRecord confidence (medium = 0.5) scored against the verdicts.
     const cal = await request<{
       ok: true;
-      calibration: { member_id: string; role: string; domain: string; brier: number; count: number }[];
+      calibration: {
+        member_id: string;
+        role: string;
+        domain: string;
+        brier: number;
+        log_loss: number;
+        reliability: unknown[];
+        count: number;
+      }[];
     }>('capability.calibration', { domain: 'payments' });
     const chairCal = cal.calibration.filter((s) => s.role === 'synthesizer');
     expect(chairCal.map((s) => [s.member_id, s.count, s.brier]).sort()).toEqual([
       [chairs.a, 1, 0.25],
       [chairs.b, 1, 0.25],
     ]);
+    // Log loss −ln 0.5 for both; reliability: the medium bin observed 0 for the failed chair, 1 for the other.
+    for (const s of chairCal) expect(s.log_loss).toBeCloseTo(Math.LN2, 12);
+    expect(Object.fromEntries(chairCal.map((s) => [s.member_id, s.reliability]))).toEqual({
+      [first]: [{ confidence: 'medium', probability: 0.5, count: 1, observed_frequency: 0 }],
+      [other]: [{ confidence: 'medium', probability: 0.5, count: 1, observed_frequency: 1 }],
+    });
 
     // Rebuild from the log: the same estimates, exactly; and the pure projection of the RunRecords agrees.
     const live = await estimates();
     const rebuilt = await estimates({ rebuild: true });
     expect(rebuilt.estimates).toEqual(live.estimates);
     const records = await Promise.all([r1, r2, r3].map((r) => c.client.get(r.run_id, owner)));
+    // The structured outcomes are in the runs' logs (the RunRecord is the fold of a run's stream).
+    expect(records.map((r) => r.outcomes.map((o) => [o.outcome_id, o.structured?.verdict, o.structured?.recorder_role]))).toEqual([
+      [[`out-${r1.run_id}`, 'failure', 'decision-owner']],
+      [[`out-${r2.run_id}`, 'success', 'evaluator']],
+      [],
+    ]);
     const pure = projectCapabilities(
       records.map(
         (record): CapabilityRunInput => ({
@@ -218,6 +254,13 @@ describe('council:L5 outcomes and calibration end to end (apps/council over NATS
       actor: owner,
     });
     expect(unknown).toMatchObject({ ok: true });
+    expect((await c.client.get(r.run_id, owner)).outcomes.map((o) => o.structured?.verdict)).toEqual(['unknown']);
+    // A rebuild folds the log, unknown outcome included: the run is counted, and nothing in it scores an outcome.
+    const rebuilt = await estimates({ domain: 'ledger', rebuild: true });
+    expect(rebuilt).toMatchObject({ ended_runs: 1 });
+    expect(rebuilt.estimates.length).toBeGreaterThan(0);
+    for (const e of rebuilt.estimates) expect(e['evidence']).toMatchObject({ outcome: { count: 0 } });
+    expect(rebuilt.estimates.filter((e) => e['role'] === 'synthesizer')).toEqual([]);
     const cal = await request<{ calibration: { domain: string }[] }>('capability.calibration', { domain: 'ledger' });
     expect(cal.calibration).toEqual([]);
   });

@@ -2,6 +2,7 @@ import { COUNCIL_COMMAND_TYPES as C } from '@conclave/council-protocol';
 import { cleanBehaviour, scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk/testing';
 import { RunDriver } from '../../apps/council/src/app/run-driver';
 import { RunLeases } from '../../apps/council/src/app/run-lease';
+import { eventually } from '../support/conclave-harness';
 import { CouncilHarness } from '../support/council-harness';
 
 /**
@@ -33,6 +34,7 @@ describe('Council replicas: one driver per run (lease in JetStream KV)', () => {
     const driving = drivers.findIndex((d) => d.drives(runId));
     expect(driving).toBeGreaterThanOrEqual(0);
     const other = drivers[1 - driving];
+    const survivorLeases = c.h.instances[1 - driving].app.get(RunLeases);
     expect(await c.h.instances[0].app.get(RunLeases).holderOf(runId)).toMatchObject({
       holder: c.h.instances[driving].app.get(RunLeases).holder,
     });
@@ -61,6 +63,9 @@ describe('Council replicas: one driver per run (lease in JetStream KV)', () => {
     const d = await c.decisions.waitFor(runId, 20_000);
     expect(d.terminal_state).toMatch(/^decided/);
     expect(other.drives(runId)).toBe(false);
+    // The command the other replica took is in the run's log; the ended run's lease is released.
+    expect((await c.client.get(runId, 'human-owner')).outcomes.map((o) => o.outcome_id)).toEqual(['o-early']);
+    await eventually(async () => ((await survivorLeases.holderOf(runId)) === null ? true : undefined), 10_000, 'the lease released');
     // Only a task in flight at the handover may be sent again; answered and later tasks once each.
     const counts = new Map(all().flatMap((m) => [...m.requests]));
     expect(answeredBeforeKill.size).toBeGreaterThan(3);

@@ -271,11 +271,16 @@ describe('CouncilMember over NATS (durable task queue)', () => {
   it('given a handler slower than the deadline, then its signal aborts at the deadline and nothing is answered', async () => {
     const controller = new Controller().listen();
     let reason = '';
+    let abortedAt = 0;
     const m = new CouncilMember({ nc, memberId: 'm-8', prefix })
       .onPropose(
         (_t, ctx) =>
           new Promise((_r, reject) =>
-            ctx.signal.addEventListener('abort', () => ((reason = (ctx.signal.reason as Error).message), reject(ctx.signal.reason))),
+            ctx.signal.addEventListener('abort', () => {
+              abortedAt = Date.now();
+              reason = (ctx.signal.reason as Error).message;
+              reject(ctx.signal.reason);
+            }),
           ),
       )
       .start();
@@ -284,6 +289,10 @@ describe('CouncilMember over NATS (durable task queue)', () => {
       await queue('m-8', t, t.task_id);
       await eventually(async () => reason !== '', 'aborted at the deadline');
       expect(reason).toBe('deadline passed');
+      // Not before the deadline (a few ms of timer slack allowed).
+      expect(abortedAt).toBeGreaterThanOrEqual(Date.parse(t.deadline) - 5);
+      // Settled (acknowledged) without an answer.
+      await eventually(async () => (await jsm.consumers.info(stream, 'member-m-8')).num_ack_pending === 0, 'the task settled');
       expect(controller.answers).toEqual([]);
     } finally {
       await m.stop();

@@ -63,6 +63,12 @@ describe('spec 15.2 run aggregation: pairwise methods on the classic fixtures', 
     expect(r.detail.method === 'ranked-pairs' && r.detail.skipped).toEqual([]);
     expect(r.detail.method === 'ranked-pairs' && r.detail.locked[0]).toEqual(['Chattanooga', 'Knoxville']); // 83 to 17
   });
+  it('given the Tennessee ballots, when aggregated by Borda, then Nashville > Chattanooga > Memphis > Knoxville on points 194, 173, 126, 107', () => {
+    const r = aggregateRun(tennessee, { method: 'borda' });
+    expect(r.tiers).toEqual([['Nashville'], ['Chattanooga'], ['Memphis'], ['Knoxville']]);
+    expect(r.selected).toBe('Nashville');
+    expect(r.detail.method === 'borda' && r.detail.points).toEqual({ Nashville: 194, Chattanooga: 173, Memphis: 126, Knoxville: 107 });
+  });
   it("given Schulze's 45-voter example with a majority cycle, when aggregated, then E > A > C > B > D", () => {
     const r = aggregateRun(
       rankedRequest([

@@ -36,6 +36,10 @@ describe('council:L5 structured outcome linked to its DecisionRecord (8.7, 15.4)
   it("given the decision owner's outcome over the decision's actions, signals and stop-loss, when parsed, then every link and the explicit unknown are kept", () => {
     const o = parseStructuredOutcome(valid(), context);
     expect(o).toMatchObject({ decision_id: 'r1:decision', recorder_role: 'decision-owner', verdict: 'success' });
+    expect(o.source_kind).toBe('operational-observation');
+    expect(o.actions).toEqual([{ action: 'ship it', status: 'done' }]);
+    expect(o.expected_outcomes).toEqual([{ expected: 'p95 latency under 200 ms', observed: 'met' }]);
+    expect(o.reversal_signals).toEqual([{ signal: 'users revert', fired: false }]);
     expect(o.stop_loss_conditions).toEqual([{ condition: 'error rate above 2%', triggered: 'unknown' }]);
     expect(outcomeValue(o)).toBe(1);
   });
