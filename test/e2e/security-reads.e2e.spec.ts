@@ -482,6 +482,26 @@ describe('security: every read path refuses what it must (authentication require
       expect(schemas.text).not.toContain(runId);
     });
 
+    it('given mallory, no administrator, when she asks for the estimates rebuilt from the whole log, then FORBIDDEN and audited; the live estimates she may read; the administrator may rebuild', async () => {
+      const rebuild = await (await signed('mallory', council('v1.capability.estimates'), { rebuild: true })).send();
+      expectRefused(rebuild, 'FORBIDDEN', [...proposers, chair]);
+      expect(rebuild.reply['estimates']).toBeUndefined();
+      const entries = await eventually(
+        async () => {
+          const found = await h.auditEntries({ outcome: 'rejected', action: 'rejected:council.capability.estimates' });
+          return found.some((e) => e.actor === 'mallory' && e.error?.code === 'FORBIDDEN') ? found : undefined;
+        },
+        10_000,
+        'the refusal audited',
+      );
+      expect(entries.length).toBeGreaterThan(0);
+
+      const live = await (await signed('mallory', council('v1.capability.estimates'), {})).send();
+      expect(live.reply).toMatchObject({ ok: true, rebuilt: false });
+      const rebuilt = await (await signed('admin', council('v1.capability.estimates'), { rebuild: true })).send();
+      expect(rebuilt.reply).toMatchObject({ ok: true, rebuilt: true, estimates: live.reply['estimates'] });
+    });
+
     it("given the ended run, when mallory reads it as herself or declaring alice, then NOT_AUTHORIZED_ROLE or FORBIDDEN and no record; the observer and a panel member read it without the mapping or labels; alice's copy has the mapping", async () => {
       const owner = await (await signed('alice', council('v1.get'), { run_id: runId })).send();
       const mapping = (owner.reply['run_record'] as { anonymization: { mapping: Array<{ label: string; author_member_id: string }> } })

@@ -78,7 +78,11 @@ export function registerCouncilEvaluationCommands(program: Command, council: Com
     .command('estimates')
     .description('capability estimates (council:L4): estimate, uncertainty and count per model family × version × role × domain × tools')
     .option('--domain <domain>', 'only this domain')
-    .option('--rebuild', 'fold the whole log again (no snapshot) and show that: a check that a rebuild gives the same numbers', false)
+    .option(
+      '--rebuild',
+      'fold the whole log again (no snapshot) and show that: a check that a rebuild gives the same numbers (administrators only, with authentication on)',
+      false,
+    )
     .action(async (o: { domain?: string; rebuild: boolean }) => {
       const reply = await request(program, council, COUNCIL_COMMANDS.estimates, {
         ...(o.domain ? { domain: o.domain } : {}),

@@ -115,11 +115,19 @@ export class EvaluationCommands {
     return { run_id: runId, outcome_id: String(outcome?.outcome_id) };
   }
 
-  /** `council.v1.capability.estimates`: `{domain?, rebuild?}` → the estimates (rebuilt from the log when asked). */
-  async estimates(input: unknown): Promise<{ estimates: ScopedCapabilityEstimate[]; ended_runs: number; rebuilt: boolean }> {
+  /**
+   * `council.v1.capability.estimates`: `{domain?, rebuild?}` → the estimates (rebuilt from the log
+   * when asked). A rebuild folds every run's events again: administrators only, or any caller
+   * could keep the service busy reading its whole log.
+   */
+  async estimates(
+    input: unknown,
+    identity: Identity,
+  ): Promise<{ estimates: ScopedCapabilityEstimate[]; ended_runs: number; rebuilt: boolean }> {
     const o = body(input ?? {});
     const domain = optText(o, 'domain');
     const rebuild = o['rebuild'] === true;
+    if (rebuild) this.context.requireRole(identity, 'administrator');
     const history = rebuild ? await this.projection.rebuild() : this.projection.history;
     return { estimates: estimateList(history, domain), ended_runs: history.inputs(domain).length, rebuilt: rebuild };
   }

@@ -33,7 +33,7 @@ export class EvaluationController {
 
   @MessagePattern(COUNCIL_COMMANDS.estimates)
   onEstimates(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
-    return this.run('council.capability.estimates', body, request, () => this.commands.estimates(body));
+    return this.run('council.capability.estimates', body, request, (who) => this.commands.estimates(body, who));
   }
 
   @MessagePattern(COUNCIL_COMMANDS.calibration)
