@@ -1,0 +1,134 @@
+import { CouncilTaskRequest } from '@conclave/council-protocol';
+import { cleanBehaviour, scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk/testing';
+import { KvEntry } from 'nats';
+import { MemberTaskTransport } from '../../apps/council/src/app/member-task-transport';
+import { RunDriver } from '../../apps/council/src/app/run-driver';
+import { LeaseValue, RunLeases } from '../../apps/council/src/app/run-lease';
+import { eventually } from '../support/conclave-harness';
+import { CouncilHarness } from '../support/council-harness';
+
+const LEASE_MS = 1_500;
+const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+
+/**
+ * The driving loop's side of the run lease (RunDriver), on two council replicas against the real
+ * NATS server: how often the driver renews the lease entry in the KV bucket, and what a replica
+ * does when its entry is overwritten by another holder (as a partition would leave it).
+ */
+describe('Council replicas: the driver renews its run lease and stops when it loses it (JetStream KV)', () => {
+  const c = new CouncilHarness({ CONCLAVE_COUNCIL_LEASE_MS: String(LEASE_MS) });
+  beforeAll(async () => {
+    await c.start();
+    await c.h.add('council');
+  });
+  afterAll(() => c.stop());
+
+  const replicas = () =>
+    c.h.instances.map((i) => ({ driver: i.app.get(RunDriver), leases: i.app.get(RunLeases), transport: i.app.get(MemberTaskTransport) }));
+  const leaseKv = () => c.h.nc.jetstream().views.kv(replicas()[0].leases.bucketName);
+
+  it('given a run driven by one replica, when time passes, then its lease entry gets a new revision from the same holder about every third of the lease time', async () => {
+    const proposers = ['lr-builder', 'lr-skeptic', 'lr-operator'];
+    // Nobody answers: the run waits in its first stage, driven, for as long as the test watches.
+    c.join(Object.fromEntries([...proposers, 'lr-chair'].map((id) => [id, cleanBehaviour({ silent: () => true })])));
+    const runId = await c.client.start({
+      goal_contract: scriptedGoalContract(),
+      panel: scriptedPanel({ proposers, chair: 'lr-chair' }),
+    });
+    const driving = replicas().find((r) => r.driver.drives(runId));
+    if (!driving) throw new Error('no replica drives the run');
+
+    const renewals: { revision: number; value: LeaseValue }[] = [];
+    const watch = await (await leaseKv()).watch({ key: runId });
+    const watched = (async () => {
+      for await (const e of watch as AsyncIterable<KvEntry>)
+        if (e.operation === 'PUT') renewals.push({ revision: e.revision, value: JSON.parse(decoder.decode(e.value)) as LeaseValue });
+    })();
+    // The first entry seen is the current one; the nine after it are renewals.
+    await eventually(async () => (renewals.length >= 10 ? true : undefined), 10_000, 'ten writes of the lease entry');
+    watch.stop();
+    await watched;
+
+    const seen = renewals.slice(0, 10);
+    expect(new Set(seen.map((r) => r.value.holder))).toEqual(new Set([driving.leases.holder]));
+    for (let i = 1; i < seen.length; i++) expect(seen[i].revision).toBeGreaterThan(seen[i - 1].revision);
+    // Each write sets expires_at = the holder's now + lease: their spacing is the renewal period.
+    const at = seen.map((r) => Date.parse(r.value.expires_at));
+    const gaps = at.slice(1).map((t, i) => t - at[i]);
+    const mean = gaps.reduce((a, b) => a + b, 0) / gaps.length;
+    expect(mean).toBeGreaterThan((LEASE_MS / 3) * 0.7);
+    expect(mean).toBeLessThan((LEASE_MS / 3) * 1.3);
+    // Never near a lapse: every renewal lands well before the previous expiry.
+    expect(Math.max(...gaps)).toBeLessThan(LEASE_MS);
+    expect(driving.driver.drives(runId)).toBe(true);
+
+    await c.client.interrupt({ run_id: runId, reason: 'test over', actor: 'human-owner' });
+    await c.decisions.waitFor(runId, 10_000);
+  });
+
+  it('given a run driven by replica A, when its lease entry is overwritten by replica B (as a partition would leave it), then A stops driving and sends no further task, and B finishes the run, which ends once', async () => {
+    const proposers = ['ll-builder', 'll-skeptic', 'll-operator'];
+    // Proposals are held until A has lost the lease: every later task is issued after the loss.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const members = c.join({
+      ...Object.fromEntries(
+        proposers.map((id) => [id, cleanBehaviour({ delayMs: 50, hold: (t) => (t.stage === 'proposal' ? gate : undefined) })]),
+      ),
+      'll-chair': cleanBehaviour(),
+    });
+    const all = Object.values(members);
+    const sent = new Map<RunDriver, CouncilTaskRequest[]>();
+    const renewedA: boolean[] = [];
+    for (const r of replicas()) {
+      sent.set(r.driver, []);
+      const publish = r.transport.publishTask.bind(r.transport);
+      jest.spyOn(r.transport, 'publishTask').mockImplementation((memberId, request) => {
+        sent.get(r.driver)?.push(request);
+        return publish(memberId, request);
+      });
+    }
+    const runId = await c.client.start({
+      goal_contract: scriptedGoalContract(),
+      panel: scriptedPanel({ proposers, chair: 'll-chair' }),
+    });
+    const a = replicas().find((r) => r.driver.drives(runId));
+    const b = replicas().find((r) => r.driver !== a?.driver && !r.driver.drives(runId));
+    if (!a || !b) throw new Error('expected one replica driving the run and the other not');
+    const renew = a.leases.renew.bind(a.leases);
+    jest.spyOn(a.leases, 'renew').mockImplementation(async (lease) => {
+      const ok = await renew(lease);
+      if (lease.runId === runId) renewedA.push(ok);
+      return ok;
+    });
+    await ScriptedMember.until(all, () => all.filter((m) => m.tasks.some((t) => t.run_id === runId)).length === 3, 10_000, 'the proposals');
+
+    // B's takeover, as it would stand after A was cut off from the KV bucket for a lease time.
+    const kv = await leaseKv();
+    const overwritten: LeaseValue = { holder: b.leases.holder, expires_at: new Date(Date.now() + LEASE_MS).toISOString() };
+    await kv.put(runId, encoder.encode(JSON.stringify(overwritten)));
+
+    await eventually(async () => (a.driver.drives(runId) ? undefined : true), 5_000, 'A to stop driving the run');
+    expect(renewedA).toContain(false);
+    const sentByA = sent.get(a.driver)?.filter((t) => t.run_id === runId).length;
+    await eventually(async () => (b.driver.drives(runId) ? true : undefined), 5_000, 'B to drive the run');
+    release();
+
+    const d = await c.decisions.waitFor(runId, 15_000);
+    expect(d.terminal_state).toMatch(/^decided/);
+    await eventually(async () => ((await b.leases.holderOf(runId)) === null ? true : undefined), 5_000, 'the lease released');
+    expect(a.driver.drives(runId)).toBe(false);
+    // A sent the proposals only; every task after them came from B.
+    expect(sent.get(a.driver)?.filter((t) => t.run_id === runId)).toHaveLength(sentByA ?? -1);
+    expect(sentByA).toBe(3);
+    const stagesByB = new Set(
+      sent
+        .get(b.driver)
+        ?.filter((t) => t.run_id === runId && t.stage !== 'proposal')
+        .map((t) => t.stage),
+    );
+    expect([...stagesByB]).toEqual(expect.arrayContaining(['review', 'synthesis']));
+    expect(c.decisions.received.filter((x) => x.run_id === runId)).toHaveLength(1);
+  });
+});
