@@ -38,6 +38,8 @@ export { KvLease, leaseBucketOf } from './lib/lease';
 export type { LeaseEvents, LeaseOptions, LeaseRecord } from './lib/lease';
 export { TimerQueue } from './lib/timer-queue';
 export type { TimerOutcome, TimerQueueOptions } from './lib/timer-queue';
+export { retryWithBackoff } from './lib/retry';
+export type { BackoffOptions } from './lib/retry';
 export { encodeSnapshot, MemorySnapshots, ObjectStoreSnapshots } from './lib/snapshot-store';
 export type { Snapshot, SnapshotStore } from './lib/snapshot-store';
 export type { SnapshotPolicy } from './lib/reactor';

@@ -12,6 +12,7 @@ import {
   NATS_CONNECTION,
   Reactor,
   Reactors,
+  retryWithBackoff,
   Readiness,
   rejectionsStream,
   SERVICE_CONFIG,
@@ -413,16 +414,12 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
   }
 
   private async refollow(feed: string, follow: () => Promise<void>): Promise<void> {
-    for (let delay = 250; !this.stopping; delay = Math.min(5_000, delay * 2)) {
-      await new Promise((r) => setTimeout(r, delay));
-      try {
-        await follow();
-        this.logger.log(`${feed} feed resumed at chain seq ${this.head.seq}`);
-        return;
-      } catch (err) {
-        this.logger.warn(`${feed} feed not resumed yet: ${(err as Error).message}`);
-      }
-    }
+    const resumed = await retryWithBackoff(follow, {
+      waitFirst: true,
+      stopped: () => this.stopping,
+      onFailure: (err) => this.logger.warn(`${feed} feed not resumed yet: ${(err as Error).message}`),
+    });
+    if (resumed) this.logger.log(`${feed} feed resumed at chain seq ${this.head.seq}`);
   }
 
   /**

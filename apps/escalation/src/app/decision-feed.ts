@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { DecisionEvent } from '@conclave/acp-protocol';
 import { acpStreamNames, acpSubjects, ensureStream, follow } from '@conclave/messaging';
-import { NATS_CONNECTION, Readiness, SERVICE_CONFIG } from '@conclave/service-kit';
+import { NATS_CONNECTION, Readiness, retryWithBackoff, SERVICE_CONFIG } from '@conclave/service-kit';
 import { ConsumerMessages, DeliverPolicy, NatsConnection } from 'nats';
 import { EscalationConfig } from './escalation.config';
 
@@ -22,6 +22,7 @@ export class DecisionFeed implements OnApplicationBootstrap, OnModuleDestroy {
   private messages: ConsumerMessages | undefined;
   private loop: Promise<void> | undefined;
   private started = false;
+  private stopping = false;
 
   constructor(
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
@@ -40,20 +41,23 @@ export class DecisionFeed implements OnApplicationBootstrap, OnModuleDestroy {
       replicas: this.config.logReplicas,
     });
     const since = new Date(Date.now() - this.config.feedHistoryMs).toISOString();
-    let messages: ConsumerMessages | undefined;
     // A feed not made in time at start is made again (a consumer object consumes once), and said so.
-    for (let delay = 250; !messages; delay = Math.min(5_000, delay * 2)) {
-      const consumer = await this.nc.jetstream().consumers.get(stream, {
-        filterSubjects: subjects.allDecisions,
-        deliver_policy: DeliverPolicy.StartTime,
-        opt_start_time: since,
-      });
-      messages = await follow(consumer).catch((err: Error) => {
-        this.logger.warn(`decision feed not made yet: ${err.message}`);
-        return undefined;
-      });
-      if (!messages) await new Promise((r) => setTimeout(r, delay));
-    }
+    const made = await retryWithBackoff(
+      async () =>
+        follow(
+          await this.nc.jetstream().consumers.get(stream, {
+            filterSubjects: subjects.allDecisions,
+            deliver_policy: DeliverPolicy.StartTime,
+            opt_start_time: since,
+          }),
+        ),
+      {
+        stopped: () => this.stopping,
+        onFailure: (err) => this.logger.warn(`decision feed not made yet: ${(err as Error).message}`),
+      },
+    );
+    if (!made) return;
+    const messages = made.value;
     this.messages = messages;
     this.loop = (async () => {
       for await (const m of messages) {
@@ -72,6 +76,7 @@ export class DecisionFeed implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   async onModuleDestroy(): Promise<void> {
+    this.stopping = true;
     this.started = false;
     this.listeners.clear();
     await this.messages?.close().catch(() => undefined);
