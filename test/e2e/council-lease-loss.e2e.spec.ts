@@ -131,4 +131,68 @@ describe('Council replicas: the driver renews its run lease and stops when it lo
     expect([...stagesByB]).toEqual(expect.arrayContaining(['review', 'synthesis']));
     expect(c.decisions.received.filter((x) => x.run_id === runId)).toHaveLength(1);
   });
+  it('given a run driven by replica A, when A can no longer reach the lease bucket (its writes hang, then time out), then A stops driving before the lease it last wrote expires and sends no further task, and B takes the run over and finishes it, which ends once', async () => {
+    const proposers = ['lh-builder', 'lh-skeptic', 'lh-operator'];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const members = c.join({
+      ...Object.fromEntries(
+        proposers.map((id) => [id, cleanBehaviour({ delayMs: 50, hold: (t) => (t.stage === 'proposal' ? gate : undefined) })]),
+      ),
+      'lh-chair': cleanBehaviour(),
+    });
+    const all = Object.values(members);
+    const sentAt = new Map<RunDriver, number[]>();
+    // The test before left its spies on the transports.
+    jest.restoreAllMocks();
+    for (const r of replicas()) {
+      sentAt.set(r.driver, []);
+      const publish = r.transport.publishTask.bind(r.transport);
+      jest.spyOn(r.transport, 'publishTask').mockImplementation((memberId, request) => {
+        if (request.run_id === runId) sentAt.get(r.driver)?.push(Date.now());
+        return publish(memberId, request);
+      });
+    }
+    let runId = '';
+    runId = await c.client.start({
+      goal_contract: scriptedGoalContract(),
+      panel: scriptedPanel({ proposers, chair: 'lh-chair' }),
+    });
+    const a = replicas().find((r) => r.driver.drives(runId));
+    const b = replicas().find((r) => r.driver !== a?.driver && !r.driver.drives(runId));
+    if (!a || !b) throw new Error('expected one replica driving the run and the other not');
+    await ScriptedMember.until(all, () => all.filter((m) => m.tasks.some((t) => t.run_id === runId)).length === 3, 10_000, 'the proposals');
+
+    // A is cut off from the bucket: its lease writes wait, then fail as a request timeout does.
+    const timesOut = () => new Promise<never>((_, reject) => setTimeout(() => reject(new Error('TIMEOUT')), LEASE_MS * 3));
+    const renew = jest.spyOn(a.leases, 'renew').mockImplementation(timesOut);
+    const acquire = jest.spyOn(a.leases, 'acquire').mockImplementation(timesOut);
+    try {
+      // A renewal already on its way when the cut came may still land: the last write is read after it.
+      await new Promise((r) => setTimeout(r, LEASE_MS / 3 + 200));
+      const entry = await (await leaseKv()).get(runId);
+      const last = JSON.parse(decoder.decode(entry?.value)) as LeaseValue;
+      expect(last.holder).toBe(a.leases.holder);
+
+      await eventually(async () => (a.driver.drives(runId) ? undefined : true), LEASE_MS * 2, 'A to stop driving the run');
+      const stoppedAt = Date.now();
+      expect(stoppedAt).toBeLessThan(Date.parse(last.expires_at));
+      await eventually(async () => (b.driver.drives(runId) ? true : undefined), LEASE_MS * 4, 'B to drive the run');
+      const taken = await b.leases.holderOf(runId);
+      expect(taken?.holder).toBe(b.leases.holder);
+      release();
+
+      const d = await c.decisions.waitFor(runId, 15_000);
+      expect(d.terminal_state).toMatch(/^decided/);
+      // A sent the three proposal tasks before the cut and nothing after it stopped; B sent the rest.
+      expect(sentAt.get(a.driver)).toHaveLength(3);
+      expect(sentAt.get(a.driver)?.every((t) => t < stoppedAt)).toBe(true);
+      expect(sentAt.get(b.driver)?.length).toBeGreaterThan(0);
+      expect(a.driver.drives(runId)).toBe(false);
+      expect(c.decisions.received.filter((x) => x.run_id === runId)).toHaveLength(1);
+    } finally {
+      renew.mockRestore();
+      acquire.mockRestore();
+    }
+  });
 });

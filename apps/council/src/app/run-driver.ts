@@ -348,7 +348,7 @@ class RunLoop {
 export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('CouncilController');
   private readonly loops = new Map<string, RunLoop>();
-  private readonly held = new Map<string, { lease: HeldLease; renewedAt: number }>();
+  private readonly held = new Map<string, HeldRun>();
   private readonly adopting = new Set<string>();
   private renewTimer: NodeJS.Timeout | undefined;
   private stopping = false;
@@ -365,8 +365,9 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
     // Deadlines and budget wake-ups of every run in one timer queue: a wake-up kicks the loop.
     this.timers = new TimerQueue({
       clock,
-      run: async (runId) => {
-        this.loops.get(runId)?.kick();
+      run: async (key) => {
+        if (key.startsWith(LEASE_DEADLINE)) await this.leaseLapsed(key.slice(LEASE_DEADLINE.length));
+        else this.loops.get(key)?.kick();
         return 'done';
       },
     });
@@ -402,6 +403,7 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
     if (this.loops.has(runId) || this.adopting.has(runId)) return true;
     this.adopting.add(runId);
     try {
+      const writtenAt = this.clock.now().getTime();
       const lease = await this.leases.acquire(runId);
       if (!lease) return false;
       const fresh = lease.tookOver ? await this.repo.load(runId) : loaded;
@@ -413,7 +415,8 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
       const spans = new RunSpans(runId, runTraceParent(fresh.origin ?? loaded.origin) ?? activeContext());
       const loop = new RunLoop(runId, fresh.state, fresh.version, this.deps, spans);
       this.loops.set(runId, loop);
-      this.held.set(runId, { lease, renewedAt: this.clock.now().getTime() });
+      this.held.set(runId, { lease, renewing: false });
+      this.holdUntil(runId, writtenAt);
       this.scheduleRenewals();
       loop.kick(resend);
       return true;
@@ -520,7 +523,7 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
-    clearInterval(this.renewTimer);
+    clearTimeout(this.renewTimer);
     await this.timers.stop();
     await Promise.all([...this.loops.values()].map((l) => l.stop()));
     this.loops.clear();
@@ -535,37 +538,86 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
     this.loops.delete(runId);
     const held = this.held.get(runId);
     this.held.delete(runId);
+    this.timers.cancel(LEASE_DEADLINE + runId);
     if (!release && loop) await loop.stop();
     if (release && held)
       await this.leases.release(held.lease).catch((err: Error) => this.logger.warn(`lease of run ${runId} not released: ${err.message}`));
   }
 
+  /**
+   * The lease written at `writtenAt` (this clock, before the write) lasts until writtenAt +
+   * lease time by the clock of whoever takes it over: this replica stops driving a margin before
+   * that unless a renewal lands first, whether renewals fail, hang or never get a reply.
+   */
+  private holdUntil(runId: string, writtenAt: number): void {
+    this.timers.schedule(LEASE_DEADLINE + runId, writtenAt + this.leases.leaseMs - leaseMargin(this.leases.leaseMs));
+  }
+
+  private async leaseLapsed(runId: string): Promise<void> {
+    if (!this.held.has(runId)) return;
+    this.logger.warn(`run ${runId}: lease not renewed within ${this.leases.leaseMs} ms; no longer driving it`);
+    await this.drop(runId, false);
+  }
+
+  /** Renewals every third of the lease time, one after the other finished: never two at once for a lease. */
   private scheduleRenewals(): void {
     if (this.renewTimer || this.stopping) return;
-    this.renewTimer = setInterval(() => void this.renewAll(), Math.max(Math.floor(this.leases.leaseMs / 3), 50));
+    this.renewTimer = setTimeout(
+      () =>
+        void this.renewAll().finally(() => {
+          this.renewTimer = undefined;
+          if (this.held.size > 0) this.scheduleRenewals();
+        }),
+      Math.max(Math.floor(this.leases.leaseMs / 3), 50),
+    );
     this.renewTimer.unref?.();
   }
 
+  /** Renews every held lease at once: one slow renewal does not hold up the others. */
   private async renewAll(): Promise<void> {
-    for (const [runId, h] of [...this.held]) {
-      if (this.stopping) return;
-      try {
-        if (await this.leases.renew(h.lease)) {
-          h.renewedAt = this.clock.now().getTime();
-          continue;
-        }
-        this.logger.warn(`run ${runId}: lease taken over by another replica; no longer driving it`);
-        await this.drop(runId, false);
-      } catch (err) {
-        // Unreachable KV: keep driving only while the lease cannot have expired for others.
-        if (this.clock.now().getTime() - h.renewedAt < this.leases.leaseMs) continue;
-        this.logger.warn(`run ${runId}: lease not renewed for ${this.leases.leaseMs} ms (${(err as Error).message}); no longer driving it`);
-        await this.drop(runId, false);
+    await Promise.all([...this.held].map(([runId, h]) => this.renew(runId, h)));
+  }
+
+  private async renew(runId: string, h: HeldRun): Promise<void> {
+    // A renewal still waiting for its reply: a second one would race it for the same revision.
+    if (h.renewing || this.stopping) return;
+    h.renewing = true;
+    const writtenAt = this.clock.now().getTime();
+    try {
+      const renewed = await this.leases.renew(h.lease);
+      if (this.held.get(runId) !== h) {
+        // Given up while the renewal was on its way (its deadline passed): let another replica
+        // take the run at once rather than at the renewed expiry.
+        if (renewed) await this.leases.release(h.lease).catch(() => undefined);
+        return;
       }
-    }
-    if (this.held.size === 0) {
-      clearInterval(this.renewTimer);
-      this.renewTimer = undefined;
+      if (renewed) {
+        this.holdUntil(runId, writtenAt);
+        return;
+      }
+      this.logger.warn(`run ${runId}: lease taken over by another replica; no longer driving it`);
+      await this.drop(runId, false);
+    } catch (err) {
+      // KV unreachable or slow: the lease's deadline (holdUntil) stops the driving in time.
+      this.logger.warn(`run ${runId}: lease not renewed yet: ${(err as Error).message}`);
+    } finally {
+      h.renewing = false;
     }
   }
 }
+
+/** A run's lease as this replica holds it. */
+interface HeldRun {
+  lease: HeldLease;
+  /** A renewal is waiting for its reply. */
+  renewing: boolean;
+}
+
+/** The timer queue's key of a held lease's deadline (beside the runs' wake-ups, keyed by run id). */
+const LEASE_DEADLINE = 'lease:';
+
+/**
+ * How long before its expiry a holder stops: the lease is judged by the taker's clock, and clocks
+ * agree only to within a small fraction of the lease time.
+ */
+export const leaseMargin = (leaseMs: number): number => Math.floor(leaseMs / 10);

@@ -1,4 +1,4 @@
-import { connect, NatsConnection } from 'nats';
+import { connect, KV, NatsConnection } from 'nats';
 import { ulid } from 'ulid';
 import { KvLease } from './lease';
 
@@ -100,6 +100,58 @@ describe('KvLease: a renewal stored while its reply was lost', () => {
       expect(events.filter((e) => e.startsWith('acquired'))).toHaveLength(2);
       expect((await lease.holder())?.holder).toBe('solo');
     } finally {
+      await lease.stop();
+      await (await nc.jetstreamManager()).streams.delete(`KV_${bucket}`).catch(() => undefined);
+      await nc.close();
+    }
+  });
+});
+
+describe('KvLease: a holder whose renewals get no reply', () => {
+  it('given a holder whose lease writes hang (a stream leader that stopped answering), when no renewal lands, then it gives the lease up before the expiry it last wrote, once, and a renewal that lands late is released', async () => {
+    const bucket = `LEASE_TEST_${ulid()}`;
+    const nc = await connect({ servers: NATS_URL });
+    const events: { at: number; what: string }[] = [];
+    const lease = new KvLease(
+      nc,
+      { bucket, key: 'work', holder: 'stalled', ttlMs: TTL_MS, replicas: 1 },
+      {
+        acquired: (token) => void events.push({ at: Date.now(), what: `acquired ${token}` }),
+        lost: (why) => void events.push({ at: Date.now(), what: `lost: ${why}` }),
+      },
+    );
+    try {
+      // Given the holder, and its lease writes from now on held back for two lease times (updates land late, creates time out)
+      await lease.start();
+      const kv = await (lease as unknown as { bucket(): Promise<KV> }).bucket();
+      const update = kv.update.bind(kv);
+      const delayed: Promise<unknown>[] = [];
+      jest.spyOn(kv, 'update').mockImplementation((key, value, revision) => {
+        const late = new Promise<number>((resolve, reject) =>
+          setTimeout(() => update(key, value, revision).then(resolve, reject), TTL_MS * 2),
+        );
+        delayed.push(late.catch(() => undefined));
+        return late;
+      });
+      jest
+        .spyOn(kv, 'create')
+        .mockImplementation(() => new Promise<number>((_, reject) => setTimeout(() => reject(new Error('TIMEOUT')), TTL_MS * 2)));
+      // A renewal sent before the hold may still land: the last written record is read after it.
+      await new Promise((r) => setTimeout(r, TTL_MS / 3 + 100));
+      const last = await lease.holder();
+
+      // When no renewal lands, then the holder stands down before that record's expiry
+      await until(() => !lease.held, TTL_MS * 2, 'the holder to stand down');
+      const lost = events.filter((e) => e.what.startsWith('lost: not renewed'));
+      expect(lost).toHaveLength(1);
+      expect(lost[0].at).toBeLessThan(Date.parse(last?.expires_at ?? ''));
+
+      // and the renewal that lands after it stood down is given back: the entry is gone
+      await Promise.all(delayed);
+      expect(await lease.holder()).toBeNull();
+      expect(events.filter((e) => e.what.startsWith('lost'))).toHaveLength(1);
+    } finally {
+      jest.restoreAllMocks();
       await lease.stop();
       await (await nc.jetstreamManager()).streams.delete(`KV_${bucket}`).catch(() => undefined);
       await nc.close();

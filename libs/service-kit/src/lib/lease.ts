@@ -51,8 +51,10 @@ function isRevisionConflict(err: unknown): boolean {
  * Expiry is enforced twice: the bucket's `max_age` (its TTL) removes an entry nobody renewed for
  * `ttlMs`, so a dead holder's lease disappears on the server's clock; and the entry's
  * `expires_at` lets a standby take over an expired entry still present. A holder that cannot
- * renew (NATS unreachable) gives the lease up itself once `ttlMs` has passed since its last
- * renewal, before a standby can have taken it over by either rule.
+ * renew (NATS unreachable, or a write that waits for a reply that does not come) gives the lease
+ * up itself a margin before `ttlMs` has passed since its last renewal was sent, by a deadline of
+ * its own rather than at its next renewal: before a standby can have taken it over by either
+ * rule.
  *
  * The revision is the fencing token. A lease alone cannot stop a paused holder's late write, so
  * the protected data must also be written with a check of its own (the audit chain: each entry
@@ -63,8 +65,9 @@ export class KvLease {
   private readonly logger: Logger;
   private kv: Promise<KV> | undefined;
   private revision: number | undefined;
-  private renewedAt = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** When the lease must be given up unless renewed first. */
+  private deadline: NodeJS.Timeout | undefined;
   private running = false;
   private tick: Promise<void> = Promise.resolve();
   private readonly now: () => number;
@@ -99,6 +102,7 @@ export class KvLease {
   async stop(): Promise<void> {
     this.running = false;
     clearTimeout(this.timer);
+    clearTimeout(this.deadline);
     await this.tick;
     const revision = this.revision;
     if (revision === undefined) return;
@@ -130,7 +134,7 @@ export class KvLease {
         const token = await this.tryAcquire();
         if (token !== undefined && this.running) {
           this.revision = token;
-          this.renewedAt = this.now();
+          this.holdUntilExpiry(this.lastWriteAt);
           this.logger.log(`acquired by ${this.options.holder} (token ${token})`);
           // Not awaited: renewals must go on while the holder starts its work (a catch-up can be long).
           void Promise.resolve()
@@ -154,6 +158,7 @@ export class KvLease {
     const entry = await kv.get(this.options.key);
     const current = live(entry);
     const startedAt = this.now();
+    this.lastWriteAt = startedAt;
     try {
       if (!current || !entry) return await kv.create(this.options.key, this.value(startedAt));
       if (current.holder !== this.options.holder && Date.parse(current.expires_at) > startedAt) return undefined;
@@ -170,21 +175,52 @@ export class KvLease {
     const startedAt = this.now();
     try {
       const kv = await this.bucket();
-      this.revision = await kv.update(this.options.key, this.value(startedAt, this.acquiredAt), revision);
-      this.renewedAt = startedAt;
+      const next = await kv.update(this.options.key, this.value(startedAt, this.acquiredAt), revision);
+      if (this.revision !== revision) {
+        // Given up by its deadline while this write waited: release it, a standby need not wait.
+        await kv.delete(this.options.key, { previousSeq: next }).catch(() => undefined);
+        return;
+      }
+      this.revision = next;
+      this.renewFailure = undefined;
+      this.holdUntilExpiry(startedAt);
     } catch (err) {
+      if (this.revision !== revision) return;
       if (isRevisionConflict(err)) return this.lose('revision moved: expired unrenewed or taken over by another holder');
-      // Unreachable: it may have expired for the others already; stop before they can start.
-      if (this.now() - this.renewedAt >= this.options.ttlMs)
-        return this.lose(`not renewed for ${this.options.ttlMs} ms: ${(err as Error).message}`);
+      // Unreachable: the deadline gives the lease up in time if no later renewal lands.
+      this.renewFailure = (err as Error).message;
       this.logger.warn(`lease not renewed yet: ${(err as Error).message}`);
     }
   }
+
+  /**
+   * The lease written at `writtenAt` (this clock, before the write) expires for the others at
+   * writtenAt + ttl: give it up a margin before that, unless a renewal lands first.
+   */
+  private holdUntilExpiry(writtenAt: number): void {
+    clearTimeout(this.deadline);
+    const ttl = this.options.ttlMs;
+    const at = writtenAt + ttl - Math.floor(ttl / 10);
+    this.deadline = setTimeout(
+      () => {
+        const why = this.renewFailure ?? 'no reply';
+        void this.lose(`not renewed for ${ttl} ms: ${why}`).catch((err: Error) =>
+          this.logger.error(`lease holder failed to stop: ${err.message}`),
+        );
+      },
+      Math.max(0, at - this.now()),
+    );
+  }
+
+  private lastWriteAt = 0;
+  /** Why the last renewal failed, if it did (for the reason the lease is given up). */
+  private renewFailure: string | undefined;
 
   private acquiredAt: string | undefined;
 
   private async lose(reason: string): Promise<void> {
     if (this.revision === undefined) return;
+    clearTimeout(this.deadline);
     this.revision = undefined;
     this.acquiredAt = undefined;
     this.logger.warn(`lost by ${this.options.holder}: ${reason}`);
