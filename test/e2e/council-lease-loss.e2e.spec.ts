@@ -28,6 +28,44 @@ describe('Council replicas: the driver renews its run lease and stops when it lo
     c.h.instances.map((i) => ({ driver: i.app.get(RunDriver), leases: i.app.get(RunLeases), transport: i.app.get(MemberTaskTransport) }));
   const leaseKv = () => c.h.nc.jetstream().views.kv(replicas()[0].leases.bucketName);
 
+  /**
+   * A run whose proposals are held until `release`: every task after them is issued once the test
+   * has done its worst. Every task either replica sends for it is recorded, with when. Returns
+   * A (driving) and B (not).
+   */
+  async function heldRun(name: string) {
+    jest.restoreAllMocks();
+    const proposers = [`${name}-builder`, `${name}-skeptic`, `${name}-operator`];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const members = c.join({
+      ...Object.fromEntries(
+        proposers.map((id) => [id, cleanBehaviour({ delayMs: 50, hold: (t) => (t.stage === 'proposal' ? gate : undefined) })]),
+      ),
+      [`${name}-chair`]: cleanBehaviour(),
+    });
+    const all = Object.values(members);
+    const sent = new Map<RunDriver, { at: number; task: CouncilTaskRequest }[]>();
+    for (const r of replicas()) {
+      sent.set(r.driver, []);
+      const publish = r.transport.publishTask.bind(r.transport);
+      jest.spyOn(r.transport, 'publishTask').mockImplementation((memberId, request) => {
+        sent.get(r.driver)?.push({ at: Date.now(), task: request });
+        return publish(memberId, request);
+      });
+    }
+    const runId = await c.client.start({
+      goal_contract: scriptedGoalContract(),
+      panel: scriptedPanel({ proposers, chair: `${name}-chair` }),
+    });
+    const a = replicas().find((r) => r.driver.drives(runId));
+    const b = replicas().find((r) => r.driver !== a?.driver && !r.driver.drives(runId));
+    if (!a || !b) throw new Error('expected one replica driving the run and the other not');
+    await ScriptedMember.until(all, () => all.filter((m) => m.tasks.some((t) => t.run_id === runId)).length === 3, 10_000, 'the proposals');
+    const sentBy = (r: typeof a) => (sent.get(r.driver) ?? []).filter((x) => x.task.run_id === runId);
+    return { runId, a, b, release, sentBy };
+  }
+
   it('given a run driven by one replica, when time passes, then its lease entry gets a new revision from the same holder about every third of the lease time', async () => {
     const proposers = ['lr-builder', 'lr-skeptic', 'lr-operator'];
     // Nobody answers: the run waits in its first stage, driven, for as long as the test watches.
@@ -68,41 +106,14 @@ describe('Council replicas: the driver renews its run lease and stops when it lo
   });
 
   it('given a run driven by replica A, when its lease entry is overwritten by replica B (as a partition would leave it), then A stops driving and sends no further task, and B finishes the run, which ends once', async () => {
-    const proposers = ['ll-builder', 'll-skeptic', 'll-operator'];
-    // Proposals are held until A has lost the lease: every later task is issued after the loss.
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const members = c.join({
-      ...Object.fromEntries(
-        proposers.map((id) => [id, cleanBehaviour({ delayMs: 50, hold: (t) => (t.stage === 'proposal' ? gate : undefined) })]),
-      ),
-      'll-chair': cleanBehaviour(),
-    });
-    const all = Object.values(members);
-    const sent = new Map<RunDriver, CouncilTaskRequest[]>();
+    const { runId, a, b, release, sentBy } = await heldRun('ll');
     const renewedA: boolean[] = [];
-    for (const r of replicas()) {
-      sent.set(r.driver, []);
-      const publish = r.transport.publishTask.bind(r.transport);
-      jest.spyOn(r.transport, 'publishTask').mockImplementation((memberId, request) => {
-        sent.get(r.driver)?.push(request);
-        return publish(memberId, request);
-      });
-    }
-    const runId = await c.client.start({
-      goal_contract: scriptedGoalContract(),
-      panel: scriptedPanel({ proposers, chair: 'll-chair' }),
-    });
-    const a = replicas().find((r) => r.driver.drives(runId));
-    const b = replicas().find((r) => r.driver !== a?.driver && !r.driver.drives(runId));
-    if (!a || !b) throw new Error('expected one replica driving the run and the other not');
     const renew = a.leases.renew.bind(a.leases);
     jest.spyOn(a.leases, 'renew').mockImplementation(async (lease) => {
       const ok = await renew(lease);
       if (lease.runId === runId) renewedA.push(ok);
       return ok;
     });
-    await ScriptedMember.until(all, () => all.filter((m) => m.tasks.some((t) => t.run_id === runId)).length === 3, 10_000, 'the proposals');
 
     // B's takeover, as it would stand after A was cut off from the KV bucket for a lease time.
     const kv = await leaseKv();
@@ -111,7 +122,7 @@ describe('Council replicas: the driver renews its run lease and stops when it lo
 
     await eventually(async () => (a.driver.drives(runId) ? undefined : true), 5_000, 'A to stop driving the run');
     expect(renewedA).toContain(false);
-    const sentByA = sent.get(a.driver)?.filter((t) => t.run_id === runId).length;
+    const sentByA = sentBy(a).length;
     await eventually(async () => (b.driver.drives(runId) ? true : undefined), 5_000, 'B to drive the run');
     release();
 
@@ -120,48 +131,18 @@ describe('Council replicas: the driver renews its run lease and stops when it lo
     await eventually(async () => ((await b.leases.holderOf(runId)) === null ? true : undefined), 5_000, 'the lease released');
     expect(a.driver.drives(runId)).toBe(false);
     // A sent the proposals only; every task after them came from B.
-    expect(sent.get(a.driver)?.filter((t) => t.run_id === runId)).toHaveLength(sentByA ?? -1);
+    expect(sentBy(a)).toHaveLength(sentByA);
     expect(sentByA).toBe(3);
     const stagesByB = new Set(
-      sent
-        .get(b.driver)
-        ?.filter((t) => t.run_id === runId && t.stage !== 'proposal')
-        .map((t) => t.stage),
+      sentBy(b)
+        .filter((x) => x.task.stage !== 'proposal')
+        .map((x) => x.task.stage),
     );
     expect([...stagesByB]).toEqual(expect.arrayContaining(['review', 'synthesis']));
     expect(c.decisions.received.filter((x) => x.run_id === runId)).toHaveLength(1);
   });
   it('given a run driven by replica A, when A can no longer reach the lease bucket (its writes hang, then time out), then A stops driving before the lease it last wrote expires and sends no further task, and B takes the run over and finishes it, which ends once', async () => {
-    const proposers = ['lh-builder', 'lh-skeptic', 'lh-operator'];
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const members = c.join({
-      ...Object.fromEntries(
-        proposers.map((id) => [id, cleanBehaviour({ delayMs: 50, hold: (t) => (t.stage === 'proposal' ? gate : undefined) })]),
-      ),
-      'lh-chair': cleanBehaviour(),
-    });
-    const all = Object.values(members);
-    const sentAt = new Map<RunDriver, number[]>();
-    // The test before left its spies on the transports.
-    jest.restoreAllMocks();
-    for (const r of replicas()) {
-      sentAt.set(r.driver, []);
-      const publish = r.transport.publishTask.bind(r.transport);
-      jest.spyOn(r.transport, 'publishTask').mockImplementation((memberId, request) => {
-        if (request.run_id === runId) sentAt.get(r.driver)?.push(Date.now());
-        return publish(memberId, request);
-      });
-    }
-    let runId = '';
-    runId = await c.client.start({
-      goal_contract: scriptedGoalContract(),
-      panel: scriptedPanel({ proposers, chair: 'lh-chair' }),
-    });
-    const a = replicas().find((r) => r.driver.drives(runId));
-    const b = replicas().find((r) => r.driver !== a?.driver && !r.driver.drives(runId));
-    if (!a || !b) throw new Error('expected one replica driving the run and the other not');
-    await ScriptedMember.until(all, () => all.filter((m) => m.tasks.some((t) => t.run_id === runId)).length === 3, 10_000, 'the proposals');
+    const { runId, a, b, release, sentBy } = await heldRun('lh');
 
     // A is cut off from the bucket: its lease writes wait, then fail as a request timeout does.
     const timesOut = () => new Promise<never>((_, reject) => setTimeout(() => reject(new Error('TIMEOUT')), LEASE_MS * 3));
@@ -185,9 +166,9 @@ describe('Council replicas: the driver renews its run lease and stops when it lo
       const d = await c.decisions.waitFor(runId, 15_000);
       expect(d.terminal_state).toMatch(/^decided/);
       // A sent the three proposal tasks before the cut and nothing after it stopped; B sent the rest.
-      expect(sentAt.get(a.driver)).toHaveLength(3);
-      expect(sentAt.get(a.driver)?.every((t) => t < stoppedAt)).toBe(true);
-      expect(sentAt.get(b.driver)?.length).toBeGreaterThan(0);
+      expect(sentBy(a)).toHaveLength(3);
+      expect(sentBy(a).every((x) => x.at < stoppedAt)).toBe(true);
+      expect(sentBy(b).length).toBeGreaterThan(0);
       expect(a.driver.drives(runId)).toBe(false);
       expect(c.decisions.received.filter((x) => x.run_id === runId)).toHaveLength(1);
     } finally {
