@@ -176,4 +176,50 @@ describe('Council replicas: the driver renews its run lease and stops when it lo
       acquire.mockRestore();
     }
   });
+  it("given replica A driving two runs, when the renewal of one run's lease gets no reply, then that run's lease lapses while the other's is renewed on time and A keeps driving it", async () => {
+    jest.restoreAllMocks();
+    const proposers = ['lt-builder', 'lt-skeptic', 'lt-operator'];
+    c.join(Object.fromEntries([...proposers, 'lt-chair'].map((id) => [id, cleanBehaviour({ silent: () => true })])));
+    // Three runs on two replicas: one replica drives two of them.
+    const runs: string[] = [];
+    for (let i = 0; i < 3; i++)
+      runs.push(await c.client.start({ goal_contract: scriptedGoalContract(), panel: scriptedPanel({ proposers, chair: 'lt-chair' }) }));
+    const a = replicas().find((r) => runs.filter((id) => r.driver.drives(id)).length >= 2);
+    if (!a) throw new Error('expected one replica driving two of the three runs');
+    const [stalled, healthy] = runs.filter((id) => a.driver.drives(id));
+
+    const renew = a.leases.renew.bind(a.leases);
+    jest
+      .spyOn(a.leases, 'renew')
+      .mockImplementation((lease) =>
+        lease.runId === stalled
+          ? new Promise<never>((_, reject) => setTimeout(() => reject(new Error('TIMEOUT')), LEASE_MS * 3))
+          : renew(lease),
+      );
+    jest.spyOn(a.leases, 'acquire').mockImplementation(async (runId) => {
+      if (runId === stalled) throw new Error('TIMEOUT');
+      throw new Error(`unexpected acquire of ${runId}`);
+    });
+    const writes: LeaseValue[] = [];
+    const watch = await (await leaseKv()).watch({ key: healthy });
+    const watched = (async () => {
+      for await (const e of watch as AsyncIterable<KvEntry>)
+        if (e.operation === 'PUT') writes.push(JSON.parse(decoder.decode(e.value)) as LeaseValue);
+    })();
+
+    await eventually(async () => (a.driver.drives(stalled) ? undefined : true), LEASE_MS * 2, 'the stalled run to lapse');
+    // Then a lease time more, in which the stalled renewal still waits for its reply (it times out after three).
+    await new Promise((r) => setTimeout(r, LEASE_MS));
+    watch.stop();
+    await watched;
+    expect(a.driver.drives(healthy)).toBe(true);
+    // The first entry seen is the one current when the watch began; every later one is a renewal by A.
+    expect(new Set(writes.map((w) => w.holder))).toEqual(new Set([a.leases.holder]));
+    // Renewed every third of the lease through more than one and a half lease times: three renewals at least.
+    expect(writes.length - 1).toBeGreaterThanOrEqual(3);
+
+    jest.restoreAllMocks();
+    for (const id of runs) await c.client.interrupt({ run_id: id, reason: 'test over', actor: 'human-owner' });
+    for (const id of runs) await c.decisions.waitFor(id, 15_000);
+  });
 });

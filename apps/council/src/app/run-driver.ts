@@ -559,23 +559,22 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
     await this.drop(runId, false);
   }
 
-  /** Renewals every third of the lease time, one after the other finished: never two at once for a lease. */
+  /**
+   * Renews every held lease every third of the lease time, each renewal on its own: one waiting
+   * for its reply holds up neither the others nor the next round (which skips it).
+   */
   private scheduleRenewals(): void {
     if (this.renewTimer || this.stopping) return;
     this.renewTimer = setTimeout(
-      () =>
-        void this.renewAll().finally(() => {
-          this.renewTimer = undefined;
-          if (this.held.size > 0) this.scheduleRenewals();
-        }),
+      () => {
+        this.renewTimer = undefined;
+        for (const [runId, h] of this.held)
+          void this.renew(runId, h).catch((err: Error) => this.logger.warn(`run ${runId}: lease renewal failed: ${err.message}`));
+        if (this.held.size > 0) this.scheduleRenewals();
+      },
       Math.max(Math.floor(this.leases.leaseMs / 3), 50),
     );
     this.renewTimer.unref?.();
-  }
-
-  /** Renews every held lease at once: one slow renewal does not hold up the others. */
-  private async renewAll(): Promise<void> {
-    await Promise.all([...this.held].map(([runId, h]) => this.renew(runId, h)));
   }
 
   private async renew(runId: string, h: HeldRun): Promise<void> {
