@@ -158,3 +158,44 @@ describe('KvLease: a holder whose renewals get no reply', () => {
     }
   });
 });
+
+describe('KvLease: stopped while taking the lease', () => {
+  it('given a process stopping while its first write of the lease is on its way, when the write lands, then the lease is given back at once', async () => {
+    const bucket = `LEASE_TEST_${ulid()}`;
+    const nc = await connect({ servers: NATS_URL });
+    const events: string[] = [];
+    const lease = new KvLease(
+      nc,
+      { bucket, key: 'work', holder: 'leaving', ttlMs: TTL_MS * 10, replicas: 1 },
+      { acquired: (token) => void events.push(`acquired ${token}`), lost: (why) => void events.push(`lost: ${why}`) },
+    );
+    try {
+      // Given its create held back for a moment
+      const kv = await (lease as unknown as { bucket(): Promise<KV> }).bucket();
+      const create = kv.create.bind(kv);
+      let written!: () => void;
+      const landed = new Promise<void>((r) => (written = r));
+      jest.spyOn(kv, 'create').mockImplementation(async (key, value) => {
+        await new Promise((r) => setTimeout(r, 200));
+        const revision = await create(key, value);
+        written();
+        return revision;
+      });
+      const starting = lease.start();
+      // When it stops before the write lands
+      await new Promise((r) => setTimeout(r, 50));
+      await lease.stop();
+      await landed;
+      await starting;
+      // Then nobody holds the lease, well within the lease time, and it never said it held it
+      expect(await lease.holder()).toBeNull();
+      expect(lease.held).toBe(false);
+      expect(events).toEqual([]);
+    } finally {
+      jest.restoreAllMocks();
+      await lease.stop();
+      await (await nc.jetstreamManager()).streams.delete(`KV_${bucket}`).catch(() => undefined);
+      await nc.close();
+    }
+  });
+});

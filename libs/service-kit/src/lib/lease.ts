@@ -132,7 +132,12 @@ export class KvLease {
     try {
       if (this.revision === undefined) {
         const token = await this.tryAcquire();
-        if (token !== undefined && this.running) {
+        if (token !== undefined && !this.running) {
+          // Stopped while taking it: give it back, or a standby waits a lease time for nothing.
+          await (await this.bucket()).delete(this.options.key, { previousSeq: token }).catch(() => undefined);
+          return;
+        }
+        if (token !== undefined) {
           this.revision = token;
           this.holdUntilExpiry(this.lastWriteAt);
           this.logger.log(`acquired by ${this.options.holder} (token ${token})`);
