@@ -111,6 +111,11 @@ export interface OverheadRound {
   mainThreadUsPerProposal: number;
   /** Garbage-collection pauses (the main thread's wait for each collection), by kind. */
   gcPauseUsPerProposal: { minor: number; major: number };
+  /**
+   * Read and write system calls of this process per proposal (Linux; NaN elsewhere): nats.js
+   * writes what was queued in one go, so fewer messages per write shows as more writes.
+   */
+  syscallsPerProposal: { reads: number; writes: number };
 }
 
 export interface OverheadFigures {
@@ -156,6 +161,17 @@ function gcPauses(): { stop(): { minor: number; major: number } } {
       return total;
     },
   };
+}
+
+/** Read and write system calls this process has made, from /proc. */
+function syscalls(): { reads: number; writes: number } {
+  try {
+    const io = readFileSync('/proc/self/io', 'utf8');
+    const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1] ?? NaN);
+    return { reads: field('syscr'), writes: field('syscw') };
+  } catch {
+    return { reads: NaN, writes: NaN };
+  }
 }
 
 /** CPU seconds of this process's main thread (its thread id is the process id), from /proc. */
@@ -204,10 +220,10 @@ async function drive(agent: ConclaveClient, decisions: DecisionCollector, from: 
 
 /**
  * Proposals started at RATE per second (at most IN_FLIGHT at a time): every arm then handles the
- * same load, so the messages each socket read and write carries are alike. Run flat out (the
- * default), an arm that is a little slower batches fewer messages per read and write, which
- * costs more CPU per proposal again: the difference between arms grows well past what the
- * instrumentation itself costs.
+ * same load. Flat out (the default), the difference between arms is larger than at a steady rate
+ * (docs/benchmarks.md, runs K to N); not because an arm batches fewer messages per system call
+ * (the reads and writes per proposal are the same in both arms); what does differ flat out is the
+ * garbage collector's minor pauses per proposal (run N).
  */
 async function paced(agent: ConclaveClient, from: number, count: number): Promise<void> {
   const t0 = performance.now();
@@ -288,11 +304,13 @@ async function measure(
   }
   const pauses = gcPauses();
   const threads0 = threadCpu();
+  const io0 = syscalls();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await drive(agent, decisions, from, proposals);
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
+  const io = syscalls();
   const threads = threadCpu();
   const paused = pauses.stop();
   if (profiler && PROFILE_DIR) {
@@ -318,6 +336,7 @@ async function measure(
     systemUsPerProposal: cpu.system / proposals,
     mainThreadUsPerProposal: ((threads.main - threads0.main) * 1e6) / proposals,
     gcPauseUsPerProposal: { minor: (paused.minor * 1000) / proposals, major: (paused.major * 1000) / proposals },
+    syscallsPerProposal: { reads: (io.reads - io0.reads) / proposals, writes: (io.writes - io0.writes) / proposals },
   };
 }
 
@@ -410,7 +429,7 @@ export async function runOverhead(): Promise<OverheadFigures> {
   const rounds: OverheadRound[] = [];
   const show = (f: OverheadRound) =>
     console.log(
-      `round ${f.round} ${f.arm.padEnd(7)}: ${fmt(f.rate, 0)} proposals/s, ${fmt(f.cpuUsPerProposal, 0)} µs CPU per proposal (${fmt(f.systemUsPerProposal, 0)} in the kernel, ${fmt(f.mainThreadUsPerProposal, 0)} on the main thread; GC pauses ${fmt(f.gcPauseUsPerProposal.minor, 0)} minor, ${fmt(f.gcPauseUsPerProposal.major, 0)} major)`,
+      `round ${f.round} ${f.arm.padEnd(7)}: ${fmt(f.rate, 0)} proposals/s, ${fmt(f.cpuUsPerProposal, 0)} µs CPU per proposal (${fmt(f.systemUsPerProposal, 0)} in the kernel, ${fmt(f.mainThreadUsPerProposal, 0)} on the main thread; GC pauses ${fmt(f.gcPauseUsPerProposal.minor, 0)} minor, ${fmt(f.gcPauseUsPerProposal.major, 0)} major; ${fmt(f.syscallsPerProposal.reads, 1)} reads and ${fmt(f.syscallsPerProposal.writes, 1)} writes)`,
     );
   for (let r = 1; r <= ROUNDS; r++) {
     if (together) {
