@@ -222,4 +222,43 @@ describe('Council replicas: the driver renews its run lease and stops when it lo
     for (const id of runs) await c.client.interrupt({ run_id: id, reason: 'test over', actor: 'human-owner' });
     for (const id of runs) await c.decisions.waitFor(id, 15_000);
   });
+  it("given a run driven by replica A whose renewal lands only after the lease's deadline passed, when it lands, then A gives the renewed lease back at once and B drives the run", async () => {
+    const { runId, a, b, release } = await heldRun('lr2');
+    const renew = a.leases.renew.bind(a.leases);
+    let landed!: () => void;
+    const late = new Promise<void>((r) => (landed = r));
+    // The next renewal of this run is written to the bucket only after the deadline has passed.
+    jest.spyOn(a.leases, 'renew').mockImplementation(async (lease) => {
+      if (lease.runId !== runId) return renew(lease);
+      await new Promise((r) => setTimeout(r, LEASE_MS * 1.2));
+      const ok = await renew(lease);
+      landed();
+      return ok;
+    });
+    jest.spyOn(a.leases, 'acquire').mockImplementation(async () => {
+      throw new Error('TIMEOUT');
+    });
+    // B cannot take the run until the late renewal has landed: what A does with it decides.
+    const acquire = b.leases.acquire.bind(b.leases);
+    jest.spyOn(b.leases, 'acquire').mockImplementation(async (id) => {
+      if (id === runId) await late;
+      return acquire(id);
+    });
+
+    await eventually(async () => (a.driver.drives(runId) ? undefined : true), LEASE_MS * 2, 'A to stop driving the run');
+    await late;
+    // Given back: the entry the late renewal wrote is gone, not A's for another lease time.
+    await eventually(
+      async () => ((await a.leases.holderOf(runId))?.holder === a.leases.holder ? undefined : true),
+      LEASE_MS / 3,
+      'the late renewal given back',
+    );
+    await eventually(async () => (b.driver.drives(runId) ? true : undefined), LEASE_MS * 2, 'B to drive the run');
+    release();
+    const d = await c.decisions.waitFor(runId, 15_000);
+    expect(d.terminal_state).toMatch(/^decided/);
+    expect(a.driver.drives(runId)).toBe(false);
+    expect(c.decisions.received.filter((x) => x.run_id === runId)).toHaveLength(1);
+    jest.restoreAllMocks();
+  });
 });
