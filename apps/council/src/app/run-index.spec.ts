@@ -118,4 +118,37 @@ describe('RunIndex: the runs the council follows', () => {
     expect(read.mock.calls.map(([, from]) => from)).not.toContain('start');
     await second.beforeApplicationShutdown();
   });
+  it('given takeover sweeps slower than their period (a lease bucket answering slowly), then no sweep starts before the last one finished', async () => {
+    const log = new InMemoryEventLog<CouncilEvent>();
+    const readiness = new Readiness();
+    const reactors = new Reactors(
+      log as unknown as EventLog,
+      jest.fn(),
+      loadConfig(ServiceConfig, {}),
+      'council',
+      new MemorySnapshots(),
+      readiness,
+    );
+    await log.append('council-run-r1', [event('RunStarted', 'r1', 1)], 'no_stream');
+    let inFlight = 0;
+    let most = 0;
+    let sweeps = 0;
+    const driver = {
+      observed: () => undefined,
+      // Another replica drives r1; checking its lease takes three sweep periods.
+      drives: () => false,
+      resume: async () => {
+        sweeps++;
+        most = Math.max(most, ++inFlight);
+        await new Promise((r) => setTimeout(r, 300));
+        inFlight--;
+      },
+    } as unknown as RunDriver;
+    const index = new RunIndex(reactors, driver, { leaseMs: 200 } as RunLeases, readiness);
+    await index.onApplicationBootstrap();
+    await until(() => sweeps >= 4, 5_000);
+    await index.beforeApplicationShutdown();
+    expect(sweeps).toBeGreaterThanOrEqual(4);
+    expect(most).toBe(1);
+  });
 });

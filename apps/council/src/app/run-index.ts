@@ -53,13 +53,24 @@ export class RunIndex implements OnApplicationBootstrap, BeforeApplicationShutdo
     for (const runId of this.running) await this.driver.resume(runId);
     if (this.running.size > 0) this.logger.log(`resumed ${this.running.size} unterminated run(s) from the log`);
     this.ready = true;
-    // A run whose driving replica died is taken over once its lease expires.
-    this.sweep = setInterval(() => void this.takeOver(), Math.max(Math.floor(this.leases.leaseMs / 2), 100));
+    this.scheduleSweep();
+  }
+
+  /**
+   * A run whose driving replica died is taken over once its lease expires: a sweep every half
+   * lease, each after the last one finished, so a slow lease bucket does not pile sweeps up.
+   */
+  private scheduleSweep(): void {
+    if (!this.ready) return;
+    this.sweep = setTimeout(
+      () => void this.takeOver().finally(() => this.scheduleSweep()),
+      Math.max(Math.floor(this.leases.leaseMs / 2), 100),
+    );
     this.sweep.unref?.();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    clearInterval(this.sweep);
+    clearTimeout(this.sweep);
     this.ready = false;
     await this.reactor.stop();
   }
