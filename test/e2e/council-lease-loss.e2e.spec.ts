@@ -4,6 +4,7 @@ import { KvEntry } from 'nats';
 import { MemberTaskTransport } from '../../apps/council/src/app/member-task-transport';
 import { RunDriver } from '../../apps/council/src/app/run-driver';
 import { LeaseValue, RunLeases } from '../../apps/council/src/app/run-lease';
+import { RunRepository } from '../../apps/council/src/app/run-repository';
 import { eventually } from '../support/conclave-harness';
 import { CouncilHarness } from '../support/council-harness';
 
@@ -25,7 +26,12 @@ describe('Council replicas: the driver renews its run lease and stops when it lo
   afterAll(() => c.stop());
 
   const replicas = () =>
-    c.h.instances.map((i) => ({ driver: i.app.get(RunDriver), leases: i.app.get(RunLeases), transport: i.app.get(MemberTaskTransport) }));
+    c.h.instances.map((i) => ({
+      driver: i.app.get(RunDriver),
+      leases: i.app.get(RunLeases),
+      transport: i.app.get(MemberTaskTransport),
+      repo: i.app.get(RunRepository),
+    }));
   const leaseKv = () => c.h.nc.jetstream().views.kv(replicas()[0].leases.bucketName);
 
   /**
@@ -258,6 +264,56 @@ describe('Council replicas: the driver renews its run lease and stops when it lo
     const d = await c.decisions.waitFor(runId, 15_000);
     expect(d.terminal_state).toMatch(/^decided/);
     expect(a.driver.drives(runId)).toBe(false);
+    expect(c.decisions.received.filter((x) => x.run_id === runId)).toHaveLength(1);
+    jest.restoreAllMocks();
+  });
+  it("given replica A whose append issuing the next stage's tasks is still on its way when its lease lapses, when that append lands, then A sends none of those tasks and B, taking the run over, sends them", async () => {
+    const { runId, a, b, release, sentBy } = await heldRun('la');
+    const timesOut = () => new Promise<never>((_, reject) => setTimeout(() => reject(new Error('TIMEOUT')), LEASE_MS * 3));
+    let landAppend!: () => void;
+    const appendGate = new Promise<void>((r) => (landAppend = r));
+    let appendLanded!: () => void;
+    const landed = new Promise<void>((r) => (appendLanded = r));
+    let held = false;
+    let appendedInLog = false;
+    const append = a.repo.append.bind(a.repo);
+    // A's append of the next stage's tasks is held; A is cut off from the lease bucket as it starts.
+    jest.spyOn(a.repo, 'append').mockImplementation(async (id, events, expected, after) => {
+      if (id !== runId || held || !events.some((e) => e.type === 'TaskIssued')) return append(id, events, expected, after);
+      held = true;
+      jest.spyOn(a.leases, 'renew').mockImplementation(timesOut);
+      jest.spyOn(a.leases, 'acquire').mockImplementation(timesOut);
+      await appendGate;
+      try {
+        const result = await append(id, events, expected, after);
+        appendedInLog = true;
+        return result;
+      } finally {
+        appendLanded();
+      }
+    });
+    // B cannot take the run until A's append has landed.
+    const acquire = b.leases.acquire.bind(b.leases);
+    jest.spyOn(b.leases, 'acquire').mockImplementation(async (id) => {
+      if (id === runId) await landed;
+      return acquire(id);
+    });
+
+    release();
+    await eventually(async () => (held ? true : undefined), 10_000, "A's append of the next tasks");
+    await eventually(async () => (a.driver.drives(runId) ? undefined : true), LEASE_MS * 2, 'A to stop driving the run');
+    const stoppedAt = Date.now();
+    landAppend();
+    await landed;
+    // The log took it: the tasks are issued, and it is for the run's next driver to send them.
+    expect(appendedInLog).toBe(true);
+
+    const d = await c.decisions.waitFor(runId, 15_000);
+    expect(d.terminal_state).toMatch(/^decided/);
+    // A sent the three proposal tasks and nothing after; the review tasks its append issued came from B.
+    expect(sentBy(a)).toHaveLength(3);
+    expect(sentBy(a).every((x) => x.at < stoppedAt)).toBe(true);
+    expect(sentBy(b).some((x) => x.task.stage === 'review')).toBe(true);
     expect(c.decisions.received.filter((x) => x.run_id === runId)).toHaveLength(1);
     jest.restoreAllMocks();
   });

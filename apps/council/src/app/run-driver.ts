@@ -556,7 +556,10 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
   private async leaseLapsed(runId: string): Promise<void> {
     if (!this.held.has(runId)) return;
     this.logger.warn(`run ${runId}: lease not renewed within ${this.leases.leaseMs} ms; no longer driving it`);
-    await this.drop(runId, false);
+    // The loop stops sending at once (drop's first, synchronous part); its step still in flight is
+    // not waited for here, or one stuck append would hold up the timers that fell due with it
+    // (other runs' lapsed leases in a partition).
+    void this.drop(runId, false).catch((err: Error) => this.logger.warn(`run ${runId}: stopping failed: ${err.message}`));
   }
 
   /**
