@@ -34,6 +34,7 @@ export { categoryOf, parseStreamName, streamName, type StreamName } from './core
 export { InMemoryEventLog, type InMemoryEventLogOptions } from './memory/memory-event-log';
 export { JetStreamEventLog, type JetStreamEventLogOptions } from './jetstream/jetstream-event-log';
 export { KvCheckpointStore, type KvCheckpointStoreOptions } from './jetstream/kv-checkpoint-store';
+export { isCreateRace, openRacingCreate } from './jetstream/create-race';
 export { EventStoreDbEventLog, type EventStoreDbEventLogOptions } from './eventstoredb/eventstoredb-event-log';
 export { eventIdToUuid } from './eventstoredb/event-id-uuid';
 export type { Checkpoint, CheckpointStore, LoadedCheckpoint } from './projection/checkpoint-store';

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { CLOCK, Clock, IDS, IdGenerator, NATS_CONNECTION, SERVICE_CONFIG } from '@conclave/service-kit';
 import { KV, KvEntry, NatsConnection, StorageType } from 'nats';
 import { CouncilConfig } from './council.config';
+import { openRacingCreate } from '@conclave/event-log';
 
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
@@ -98,7 +99,9 @@ export class RunLeases {
   }
 
   private bucket(): Promise<KV> {
-    this.kv ??= this.nc.jetstream().views.kv(this.bucketName, { history: 1, replicas: this.config.logReplicas, storage: StorageType.File });
+    this.kv ??= openRacingCreate(() =>
+      this.nc.jetstream().views.kv(this.bucketName, { history: 1, replicas: this.config.logReplicas, storage: StorageType.File }),
+    );
     this.kv.catch(() => (this.kv = undefined));
     return this.kv;
   }

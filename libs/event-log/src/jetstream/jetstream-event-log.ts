@@ -24,6 +24,7 @@ import {
   isEventLogError,
 } from '../core/errors';
 import { commitKey, deferred, largestEventId, pad } from '../core/internal';
+import { openRacingCreate } from './create-race';
 import { validateEvents, validMetadata } from '../core/internal';
 import { categoryMatcher, parseStreamName, validateCategory } from '../core/stream-name';
 import type {
@@ -202,24 +203,26 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
       } else if (options.createStream === false) {
         throw new EventLogConfigError('streamName', `stream ${options.streamName} does not exist and createStream is false`);
       } else {
-        await jsm.streams.add({
-          name: options.streamName,
-          subjects: [subjects],
-          storage: options.storage === 'memory' ? StorageType.Memory : StorageType.File,
-          num_replicas: replicas,
-          retention: RetentionPolicy.Limits,
-          discard: DiscardPolicy.Old,
-          // An event log is never trimmed by age or count.
-          max_age: 0,
-          max_msgs: -1,
-          max_bytes: -1,
-          max_msg_size: maxAppendBytes + HEADER_ROOM,
-          duplicate_window: windowMs * 1_000_000,
-          // Cheap reads of one subject's last message (freshness checks), served by any replica.
-          allow_direct: true,
-          deny_delete: true,
-          deny_purge: false,
-        });
+        await openRacingCreate(() =>
+          jsm.streams.add({
+            name: options.streamName,
+            subjects: [subjects],
+            storage: options.storage === 'memory' ? StorageType.Memory : StorageType.File,
+            num_replicas: replicas,
+            retention: RetentionPolicy.Limits,
+            discard: DiscardPolicy.Old,
+            // An event log is never trimmed by age or count.
+            max_age: 0,
+            max_msgs: -1,
+            max_bytes: -1,
+            max_msg_size: maxAppendBytes + HEADER_ROOM,
+            duplicate_window: windowMs * 1_000_000,
+            // Cheap reads of one subject's last message (freshness checks), served by any replica.
+            allow_direct: true,
+            deny_delete: true,
+            deny_purge: false,
+          }),
+        );
       }
     } catch (e) {
       if (isEventLogError(e)) throw e;

@@ -1,6 +1,7 @@
 import { JSONCodec, StorageType, type KV, type NatsConnection, type NatsError } from 'nats';
 import { CheckpointConflictError, EventLogConfigError, LogUnavailableError, isEventLogError } from '../core/errors';
 import type { Checkpoint, CheckpointStore, LoadedCheckpoint } from '../projection/checkpoint-store';
+import { openRacingCreate } from './create-race';
 
 export interface KvCheckpointStoreOptions {
   readonly connection: NatsConnection;
@@ -31,11 +32,13 @@ export class KvCheckpointStore<S> implements CheckpointStore<S> {
     if (!/^[A-Za-z0-9_-]+$/.test(options.bucket ?? '')) throw new EventLogConfigError('bucket', 'letters, digits, _ and - only');
     try {
       const js = options.connection.jetstream();
-      const kv = await js.views.kv(options.bucket, {
-        history: 1,
-        replicas: options.replicas ?? 1,
-        storage: options.storage === 'memory' ? StorageType.Memory : StorageType.File,
-      });
+      const kv = await openRacingCreate(() =>
+        js.views.kv(options.bucket, {
+          history: 1,
+          replicas: options.replicas ?? 1,
+          storage: options.storage === 'memory' ? StorageType.Memory : StorageType.File,
+        }),
+      );
       return new KvCheckpointStore<S>(kv, options.bucket);
     } catch (e) {
       throw new LogUnavailableError('open checkpoint bucket', options.bucket, { cause: e });

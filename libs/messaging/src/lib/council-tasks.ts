@@ -10,6 +10,7 @@ import {
 } from 'nats';
 import { isNotFound } from './jetstream';
 import { councilSubjects } from './subjects';
+import { openRacingCreate } from '@conclave/event-log';
 
 const NS_PER_MS = 1_000_000;
 
@@ -41,13 +42,15 @@ export function councilTaskStreamConfig(name: string, prefix: string, replicas =
   };
 }
 
-export async function ensureCouncilTaskStream(jsm: JetStreamManager, name: string, prefix: string, replicas = 1): Promise<void> {
-  try {
-    await jsm.streams.info(name);
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-    await jsm.streams.add(councilTaskStreamConfig(name, prefix, replicas));
-  }
+export function ensureCouncilTaskStream(jsm: JetStreamManager, name: string, prefix: string, replicas = 1): Promise<void> {
+  return openRacingCreate(async () => {
+    try {
+      await jsm.streams.info(name);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await jsm.streams.add(councilTaskStreamConfig(name, prefix, replicas));
+    }
+  });
 }
 
 /** Durable consumer names cannot hold `.`; member ids never do (MEMBER_ID_PATTERN). */

@@ -9,6 +9,7 @@ import {
   RetentionPolicy,
   StorageType,
 } from 'nats';
+import { openRacingCreate } from '@conclave/event-log';
 
 export interface StreamSpec {
   name: string;
@@ -22,7 +23,11 @@ export interface StreamSpec {
 const NS_PER_MS = 1_000_000;
 
 /** Creates the stream, or updates its subjects if it exists: idempotent at every start. */
-export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<void> {
+export function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<void> {
+  return openRacingCreate(() => ensureStreamOnce(jsm, spec));
+}
+
+async function ensureStreamOnce(jsm: JetStreamManager, spec: StreamSpec): Promise<void> {
   const config = {
     name: spec.name,
     subjects: spec.subjects,

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { KV, KvEntry, NatsConnection, StorageType } from 'nats';
+import { openRacingCreate } from '@conclave/event-log';
 
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
@@ -243,12 +244,14 @@ export class KvLease {
   }
 
   private bucket(): Promise<KV> {
-    this.kv ??= this.nc.jetstream().views.kv(this.options.bucket, {
-      history: 1,
-      replicas: this.options.replicas,
-      storage: StorageType.File,
-      ttl: this.options.ttlMs,
-    });
+    this.kv ??= openRacingCreate(() =>
+      this.nc.jetstream().views.kv(this.options.bucket, {
+        history: 1,
+        replicas: this.options.replicas,
+        storage: StorageType.File,
+        ttl: this.options.ttlMs,
+      }),
+    );
     this.kv.catch(() => (this.kv = undefined));
     return this.kv;
   }

@@ -1,5 +1,5 @@
 import { deserialize, serialize } from 'node:v8';
-import type { Position } from '@conclave/event-log';
+import { openRacingCreate, type Position } from '@conclave/event-log';
 import type { NatsConnection, ObjectStore } from 'nats';
 import { StorageType } from 'nats';
 
@@ -41,7 +41,7 @@ export class ObjectStoreSnapshots implements SnapshotStore {
   private constructor(private readonly os: ObjectStore) {}
 
   static async create(nc: NatsConnection, bucket: string, replicas = 1): Promise<ObjectStoreSnapshots> {
-    const os = await nc.jetstream().views.os(bucket, { storage: StorageType.File, replicas });
+    const os = await openRacingCreate(() => nc.jetstream().views.os(bucket, { storage: StorageType.File, replicas }));
     return new ObjectStoreSnapshots(os);
   }
 

@@ -3,6 +3,7 @@ import { KV, NatsConnection, nanos, StorageType } from 'nats';
 import { ServiceConfig } from '../service-config';
 import { NATS_CONNECTION, SERVICE_CONFIG } from '../tokens';
 import { authSettingsOf } from './auth-config';
+import { openRacingCreate } from '@conclave/event-log';
 
 const WRONG_LAST_SEQUENCE = 10071;
 
@@ -74,12 +75,14 @@ export class NonceStore implements OnApplicationBootstrap {
   }
 
   private bucket(): Promise<KV> {
-    this.kv ??= this.nc.jetstream().views.kv(this.bucketName, {
-      history: 1,
-      ttl: this.requiredTtlMs,
-      replicas: this.config.logReplicas,
-      storage: StorageType.File,
-    });
+    this.kv ??= openRacingCreate(() =>
+      this.nc.jetstream().views.kv(this.bucketName, {
+        history: 1,
+        ttl: this.requiredTtlMs,
+        replicas: this.config.logReplicas,
+        storage: StorageType.File,
+      }),
+    );
     this.kv.catch(() => (this.kv = undefined));
     return this.kv;
   }
