@@ -19,6 +19,8 @@ import {
 import { JetStreamEventLog } from '@conclave/event-log';
 import { ConclaveClient } from '@conclave/sdk';
 import { connect, headers, JSONCodec, StorageType, type NatsConnection, type PubAck } from 'nats';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { monotonicFactory, ulid } from 'ulid';
 import type { ServiceName } from '../test/support/conclave-harness';
@@ -33,6 +35,34 @@ const RAW_WINDOW = int('BENCH_RAW_WINDOW', 256);
 const LOG_EVENTS = int('BENCH_LOG_EVENTS', 100_000);
 const READY_LIMIT_MS = int('BENCH_READY_LIMIT_S', 240) * 1000;
 const now = () => new Date().toISOString();
+/**
+ * The services' instrumentation in the processes part: `on` (the default: metrics, no tracing,
+ * as a deployment without OTEL_* variables), `off` (CONCLAVE_INSTRUMENTATION=off), or `otlp`
+ * (metrics and tracing at 100% sampling, exported over OTLP/HTTP to a sink in this process that
+ * answers every export and keeps nothing: what a deployment's services pay for tracing, export
+ * included). Compare runs with different settings for what tracing costs where each service is a
+ * process of its own.
+ */
+const PROC_INSTRUMENTATION = (['off', 'otlp'] as const).find((m) => m === process.env['BENCH_PROC_INSTRUMENTATION']) ?? 'on';
+
+/** An OTLP/HTTP endpoint that accepts every export and keeps nothing; its URL and a stop. */
+async function otlpSink(): Promise<{ url: string; exported: () => number; stop: () => Promise<void> }> {
+  let bytes = 0;
+  const server = createServer((req, res) => {
+    req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' });
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1/traces`,
+    exported: () => bytes,
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
 
 export interface ProcessFigures {
   rate: number;
@@ -127,8 +157,21 @@ async function rawPublishRate(nc: NatsConnection, sizes: number[], groups: numbe
 }
 
 export async function runProcesses(natsUrl: string, logDir: string, natsPid?: number): Promise<ProcessFigures> {
-  console.log(`\n## services as separate processes (${ALL.join(', ')}), private nats-server ${natsUrl}`);
-  const sp = new ServiceProcesses(natsUrl, logDir);
+  const sink = PROC_INSTRUMENTATION === 'otlp' ? await otlpSink() : undefined;
+  const instrumentation: Record<string, string> =
+    PROC_INSTRUMENTATION === 'off'
+      ? { CONCLAVE_INSTRUMENTATION: 'off' }
+      : sink
+        ? {
+            OTEL_TRACES_EXPORTER: 'otlp',
+            OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf',
+            OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: sink.url,
+          }
+        : {};
+  console.log(
+    `\n## services as separate processes (${ALL.join(', ')}), private nats-server ${natsUrl}; instrumentation ${PROC_INSTRUMENTATION === 'otlp' ? 'on, tracing exported over OTLP to a sink' : PROC_INSTRUMENTATION}`,
+  );
+  const sp = new ServiceProcesses(natsUrl, logDir, instrumentation);
   const t0 = performance.now();
   await sp.start(...ALL);
   console.log(`started ${ALL.length} services in parallel, all ready in ${fmt((performance.now() - t0) / 1000)} s`);
@@ -162,6 +205,10 @@ export async function runProcesses(natsUrl: string, logDir: string, natsPid?: nu
     const total = used.reduce((s, [, ms]) => s + ms, 0);
     console.log(
       `CPU per proposal during that run (ms; ${fmt(total / 1000 / elapsed, 2)} of 2 cores busy with these processes): ${used.map(([n, ms]) => `${n} ${fmt(ms / PROPOSALS, 2)}`).join(', ')}`,
+    );
+    const services = used.filter(([n]) => (ALL as string[]).includes(n)).reduce((sum, [, ms]) => sum + ms, 0);
+    console.log(
+      `the six services' CPU per proposal: ${fmt(services / PROPOSALS, 3)} ms (instrumentation ${PROC_INSTRUMENTATION}${sink ? `; ${fmt(sink.exported() / 1024, 0)} KiB of spans exported so far` : ''})`,
     );
     await sleep(1_500); // outboxes' and audit's last writes, so the count below is complete
     const after = await streamStats(nc);
@@ -220,6 +267,7 @@ export async function runProcesses(natsUrl: string, logDir: string, natsPid?: nu
     await client.close();
     await nc.drain().catch(() => undefined);
     await sp.stop();
+    await sink?.stop();
   }
 }
 

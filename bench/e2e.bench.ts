@@ -20,7 +20,8 @@
  * Env: BENCH_PENDING (300,000), BENCH_LOG_EVENTS (100,000): smaller than the issue's 1,000,000
  * so that a run stays under ~15 minutes on a shared 2-core machine (seeding runs at 2-5k
  * messages/s there, and a first boot replays the whole log); BENCH_READY_LIMIT_S (240), BENCH_PROC_PROPOSALS (3,000),
- * BENCH_PROPOSALS (2,000, in process), BENCH_IN_FLIGHT (64), BENCH_SKIP (comma list of
+ * BENCH_PROPOSALS (2,000, in process), BENCH_IN_FLIGHT (64), BENCH_PROC_INSTRUMENTATION (off, or otlp
+ * for the processes with tracing exported to a sink; see bench/e2e-processes.ts), BENCH_SKIP (comma list of
  * inprocess, overhead, processes, startup), BENCH_KEEP_LOGS=1 (keep the services' logs), NATS_SERVER_BIN.
  */
 import 'reflect-metadata';
