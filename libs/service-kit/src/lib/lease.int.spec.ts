@@ -75,16 +75,37 @@ describe('KvLease: one holder at a time on JetStream KV, fenced by the revision'
   });
 });
 
+/**
+ * One lease in a bucket of its own on a connection of its own, with what it was told (when, and
+ * what); `close` stops it and removes the bucket.
+ */
+async function soloLease(holder: string, ttlMs = TTL_MS) {
+  const bucket = `LEASE_TEST_${ulid()}`;
+  const nc = await connect({ servers: NATS_URL });
+  const events: { at: number; what: string }[] = [];
+  const lease = new KvLease(
+    nc,
+    { bucket, key: 'work', holder, ttlMs, replicas: 1 },
+    {
+      acquired: (token) => void events.push({ at: Date.now(), what: `acquired ${token}` }),
+      lost: (why) => void events.push({ at: Date.now(), what: `lost: ${why}` }),
+    },
+  );
+  const said = () => events.map((e) => e.what);
+  /** The lease's own KV handle, to hold its writes back. */
+  const kv = () => (lease as unknown as { bucket(): Promise<KV> }).bucket();
+  const close = async () => {
+    jest.restoreAllMocks();
+    await lease.stop();
+    await (await nc.jetstreamManager()).streams.delete(`KV_${bucket}`).catch(() => undefined);
+    await nc.close();
+  };
+  return { bucket, nc, lease, events, said, kv, close };
+}
+
 describe('KvLease: a renewal stored while its reply was lost', () => {
   it('given a holder whose renewal was stored but whose reply never came (a leader election), when it next renews, then it stands down and takes the lease back with a new token', async () => {
-    const bucket = `LEASE_TEST_${ulid()}`;
-    const nc = await connect({ servers: NATS_URL });
-    const events: string[] = [];
-    const lease = new KvLease(
-      nc,
-      { bucket, key: 'work', holder: 'solo', ttlMs: TTL_MS, replicas: 1 },
-      { acquired: (token) => void events.push(`acquired ${token}`), lost: (why) => void events.push(`lost: ${why}`) },
-    );
+    const { bucket, nc, lease, said, close } = await soloLease('solo');
     try {
       // Given the holder, and its own record written again behind its back, as a renewal whose reply was lost
       await lease.start();
@@ -94,36 +115,24 @@ describe('KvLease: a renewal stored while its reply was lost', () => {
       await kv.update('work', entry?.value ?? new Uint8Array(), entry?.revision ?? 0);
 
       // When it next renews, then it stands down, and takes the lease back
-      await until(() => events.some((e) => e.startsWith('lost: revision moved')), TTL_MS * 4, 'the holder to stand down');
+      await until(() => said().some((e) => e.startsWith('lost: revision moved')), TTL_MS * 4, 'the holder to stand down');
       await until(() => lease.held, TTL_MS * 4, 'the holder to take the lease back');
       expect(lease.token ?? 0).toBeGreaterThan(token);
-      expect(events.filter((e) => e.startsWith('acquired'))).toHaveLength(2);
+      expect(said().filter((e) => e.startsWith('acquired'))).toHaveLength(2);
       expect((await lease.holder())?.holder).toBe('solo');
     } finally {
-      await lease.stop();
-      await (await nc.jetstreamManager()).streams.delete(`KV_${bucket}`).catch(() => undefined);
-      await nc.close();
+      await close();
     }
   });
 });
 
 describe('KvLease: a holder whose renewals get no reply', () => {
   it('given a holder whose lease writes hang (a stream leader that stopped answering), when no renewal lands, then it gives the lease up before the expiry it last wrote, once, and a renewal that lands late is released', async () => {
-    const bucket = `LEASE_TEST_${ulid()}`;
-    const nc = await connect({ servers: NATS_URL });
-    const events: { at: number; what: string }[] = [];
-    const lease = new KvLease(
-      nc,
-      { bucket, key: 'work', holder: 'stalled', ttlMs: TTL_MS, replicas: 1 },
-      {
-        acquired: (token) => void events.push({ at: Date.now(), what: `acquired ${token}` }),
-        lost: (why) => void events.push({ at: Date.now(), what: `lost: ${why}` }),
-      },
-    );
+    const { lease, events, kv: leaseKv, close } = await soloLease('stalled');
     try {
       // Given the holder, and its lease writes from now on held back for two lease times (updates land late, creates time out)
       await lease.start();
-      const kv = await (lease as unknown as { bucket(): Promise<KV> }).bucket();
+      const kv = await leaseKv();
       const update = kv.update.bind(kv);
       const delayed: Promise<unknown>[] = [];
       jest.spyOn(kv, 'update').mockImplementation((key, value, revision) => {
@@ -151,27 +160,17 @@ describe('KvLease: a holder whose renewals get no reply', () => {
       expect(await lease.holder()).toBeNull();
       expect(events.filter((e) => e.what.startsWith('lost'))).toHaveLength(1);
     } finally {
-      jest.restoreAllMocks();
-      await lease.stop();
-      await (await nc.jetstreamManager()).streams.delete(`KV_${bucket}`).catch(() => undefined);
-      await nc.close();
+      await close();
     }
   });
 });
 
 describe('KvLease: stopped while taking the lease', () => {
   it('given a process stopping while its first write of the lease is on its way, when the write lands, then the lease is given back at once', async () => {
-    const bucket = `LEASE_TEST_${ulid()}`;
-    const nc = await connect({ servers: NATS_URL });
-    const events: string[] = [];
-    const lease = new KvLease(
-      nc,
-      { bucket, key: 'work', holder: 'leaving', ttlMs: TTL_MS * 10, replicas: 1 },
-      { acquired: (token) => void events.push(`acquired ${token}`), lost: (why) => void events.push(`lost: ${why}`) },
-    );
+    const { lease, said, kv: leaseKv, close } = await soloLease('leaving', TTL_MS * 10);
     try {
       // Given its create held back for a moment
-      const kv = await (lease as unknown as { bucket(): Promise<KV> }).bucket();
+      const kv = await leaseKv();
       const create = kv.create.bind(kv);
       let written!: () => void;
       const landed = new Promise<void>((r) => (written = r));
@@ -190,12 +189,9 @@ describe('KvLease: stopped while taking the lease', () => {
       // Then nobody holds the lease, well within the lease time, and it never said it held it
       expect(await lease.holder()).toBeNull();
       expect(lease.held).toBe(false);
-      expect(events).toEqual([]);
+      expect(said()).toEqual([]);
     } finally {
-      jest.restoreAllMocks();
-      await lease.stop();
-      await (await nc.jetstreamManager()).streams.delete(`KV_${bucket}`).catch(() => undefined);
-      await nc.close();
+      await close();
     }
   });
 });
