@@ -155,14 +155,13 @@ describe('Council replicas: the driver renews its run lease and stops when it lo
     const renew = jest.spyOn(a.leases, 'renew').mockImplementation(timesOut);
     const acquire = jest.spyOn(a.leases, 'acquire').mockImplementation(timesOut);
     try {
-      // A renewal already on its way when the cut came may still land: the last write is read after it.
-      await new Promise((r) => setTimeout(r, LEASE_MS / 3 + 200));
+      await eventually(async () => (a.driver.drives(runId) ? undefined : true), LEASE_MS * 2, 'A to stop driving the run');
+      const stoppedAt = Date.now();
+      // The entry as A stops is A's last write that landed (a renewal on its way at the cut
+      // included): still A's, not yet expired. Had A stopped late, B could hold it already.
       const entry = await (await leaseKv()).get(runId);
       const last = JSON.parse(decoder.decode(entry?.value)) as LeaseValue;
       expect(last.holder).toBe(a.leases.holder);
-
-      await eventually(async () => (a.driver.drives(runId) ? undefined : true), LEASE_MS * 2, 'A to stop driving the run');
-      const stoppedAt = Date.now();
       expect(stoppedAt).toBeLessThan(Date.parse(last.expires_at));
       await eventually(async () => (b.driver.drives(runId) ? true : undefined), LEASE_MS * 4, 'B to drive the run');
       const taken = await b.leases.holderOf(runId);
@@ -214,14 +213,14 @@ describe('Council replicas: the driver renews its run lease and stops when it lo
     })();
 
     await eventually(async () => (a.driver.drives(stalled) ? undefined : true), LEASE_MS * 2, 'the stalled run to lapse');
-    // Then a lease time more, in which the stalled renewal still waits for its reply (it times out after three).
-    await new Promise((r) => setTimeout(r, LEASE_MS));
+    // The other lease renewed three times while the stalled renewal still waits for its reply (it
+    // times out three lease times after it was sent).
+    await eventually(async () => (writes.length - 1 >= 3 ? true : undefined), LEASE_MS * 1.5, 'three renewals of the other lease');
     watch.stop();
     await watched;
     expect(a.driver.drives(healthy)).toBe(true);
     // The first entry seen is the one current when the watch began; every later one is a renewal by A.
     expect(new Set(writes.map((w) => w.holder))).toEqual(new Set([a.leases.holder]));
-    // Renewed every third of the lease through more than one and a half lease times: three renewals at least.
     expect(writes.length - 1).toBeGreaterThanOrEqual(3);
 
     jest.restoreAllMocks();

@@ -34,7 +34,7 @@ export type { OutboxMessage } from './lib/log-outbox';
 export { fatalHandlerFor, Reactor, Reactors } from './lib/reactor';
 export type { FatalHandler } from './lib/reactor';
 export type { ReactorDefinition } from './lib/reactor';
-export { KvLease, leaseBucketOf } from './lib/lease';
+export { KvLease, leaseBucketOf, leaseMargin } from './lib/lease';
 export type { LeaseEvents, LeaseOptions, LeaseRecord } from './lib/lease';
 export { TimerQueue } from './lib/timer-queue';
 export type { TimerOutcome, TimerQueueOptions } from './lib/timer-queue';

@@ -31,7 +31,7 @@ import {
   LoadedAggregate,
   StreamVersion,
 } from '@conclave/event-log';
-import { CLOCK, Clock, SERVICE_CONFIG, TimerQueue } from '@conclave/service-kit';
+import { CLOCK, Clock, leaseMargin, SERVICE_CONFIG, TimerQueue } from '@conclave/service-kit';
 import { CouncilConfig } from './council.config';
 import { RunSpans, activeContext, runTraceParent } from './council-metrics';
 import { MemberTaskTransport } from './member-task-transport';
@@ -617,9 +617,3 @@ interface HeldRun {
 
 /** The timer queue's key of a held lease's deadline (beside the runs' wake-ups, keyed by run id). */
 const LEASE_DEADLINE = 'lease:';
-
-/**
- * How long before its expiry a holder stops: the lease is judged by the taker's clock, and clocks
- * agree only to within a small fraction of the lease time.
- */
-export const leaseMargin = (leaseMs: number): number => Math.floor(leaseMs / 10);

@@ -145,12 +145,11 @@ describe('KvLease: a holder whose renewals get no reply', () => {
       jest
         .spyOn(kv, 'create')
         .mockImplementation(() => new Promise<number>((_, reject) => setTimeout(() => reject(new Error('TIMEOUT')), TTL_MS * 2)));
-      // A renewal sent before the hold may still land: the last written record is read after it.
-      await new Promise((r) => setTimeout(r, TTL_MS / 3 + 100));
-      const last = await lease.holder();
-
-      // When no renewal lands, then the holder stands down before that record's expiry
+      // When no renewal lands, then the holder stands down before the expiry of its last write that
+      // landed (the record as it stood down; the held-back writes land two lease times later)
       await until(() => !lease.held, TTL_MS * 2, 'the holder to stand down');
+      const last = await lease.holder();
+      expect(last?.holder).toBe('stalled');
       const lost = events.filter((e) => e.what.startsWith('lost: not renewed'));
       expect(lost).toHaveLength(1);
       expect(lost[0].at).toBeLessThan(Date.parse(last?.expires_at ?? ''));
@@ -174,7 +173,10 @@ describe('KvLease: stopped while taking the lease', () => {
       const create = kv.create.bind(kv);
       let written!: () => void;
       const landed = new Promise<void>((r) => (written = r));
+      let sent!: () => void;
+      const onItsWay = new Promise<void>((r) => (sent = r));
       jest.spyOn(kv, 'create').mockImplementation(async (key, value) => {
+        sent();
         await new Promise((r) => setTimeout(r, 200));
         const revision = await create(key, value);
         written();
@@ -182,7 +184,7 @@ describe('KvLease: stopped while taking the lease', () => {
       });
       const starting = lease.start();
       // When it stops before the write lands
-      await new Promise((r) => setTimeout(r, 50));
+      await onItsWay;
       await lease.stop();
       await landed;
       await starting;

@@ -73,6 +73,8 @@ export class KvLease {
   private tick: Promise<void> = Promise.resolve();
   private readonly now: () => number;
   private lastFailure: string | undefined;
+  /** Why the last renewal failed, if it did (for the reason the lease is given up). */
+  private renewFailure: string | undefined;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -132,15 +134,16 @@ export class KvLease {
   private async step(): Promise<void> {
     try {
       if (this.revision === undefined) {
-        const token = await this.tryAcquire();
-        if (token !== undefined && !this.running) {
+        const taken = await this.tryAcquire();
+        if (taken && !this.running) {
           // Stopped while taking it: give it back, or a standby waits a lease time for nothing.
-          await (await this.bucket()).delete(this.options.key, { previousSeq: token }).catch(() => undefined);
+          await (await this.bucket()).delete(this.options.key, { previousSeq: taken.token }).catch(() => undefined);
           return;
         }
-        if (token !== undefined) {
+        if (taken) {
+          const { token } = taken;
           this.revision = token;
-          this.holdUntilExpiry(this.lastWriteAt);
+          this.holdUntilExpiry(taken.writtenAt);
           this.logger.log(`acquired by ${this.options.holder} (token ${token})`);
           // Not awaited: renewals must go on while the holder starts its work (a catch-up can be long).
           void Promise.resolve()
@@ -158,17 +161,19 @@ export class KvLease {
     this.lastFailure = undefined;
   }
 
-  /** The new revision when the lease was free, expired or released; undefined when another holds it. */
-  private async tryAcquire(): Promise<number | undefined> {
+  /**
+   * The new revision when the lease was free, expired or released, with when it was written (this
+   * clock, before the write); undefined when another holds it.
+   */
+  private async tryAcquire(): Promise<{ token: number; writtenAt: number } | undefined> {
     const kv = await this.bucket();
     const entry = await kv.get(this.options.key);
     const current = live(entry);
-    const startedAt = this.now();
-    this.lastWriteAt = startedAt;
+    const writtenAt = this.now();
     try {
-      if (!current || !entry) return await kv.create(this.options.key, this.value(startedAt));
-      if (current.holder !== this.options.holder && Date.parse(current.expires_at) > startedAt) return undefined;
-      return await kv.update(this.options.key, this.value(startedAt), entry.revision);
+      if (!current || !entry) return { token: await kv.create(this.options.key, this.value(writtenAt)), writtenAt };
+      if (current.holder !== this.options.holder && Date.parse(current.expires_at) > writtenAt) return undefined;
+      return { token: await kv.update(this.options.key, this.value(writtenAt), entry.revision), writtenAt };
     } catch (err) {
       if (isRevisionConflict(err)) return undefined;
       throw err;
@@ -206,7 +211,7 @@ export class KvLease {
   private holdUntilExpiry(writtenAt: number): void {
     clearTimeout(this.deadline);
     const ttl = this.options.ttlMs;
-    const at = writtenAt + ttl - Math.floor(ttl / 10);
+    const at = writtenAt + ttl - leaseMargin(ttl);
     this.deadline = setTimeout(
       () => {
         const why = this.renewFailure ?? 'no reply';
@@ -217,10 +222,6 @@ export class KvLease {
       Math.max(0, at - this.now()),
     );
   }
-
-  private lastWriteAt = 0;
-  /** Why the last renewal failed, if it did (for the reason the lease is given up). */
-  private renewFailure: string | undefined;
 
   private acquiredAt: string | undefined;
 
@@ -266,6 +267,12 @@ function live(entry: KvEntry | null): LeaseRecord | null {
     return null;
   }
 }
+
+/**
+ * How long before its expiry a holder gives its lease up: expiry is judged by the clock of
+ * whoever takes the lease over, and clocks agree only to within a small fraction of the lease time.
+ */
+export const leaseMargin = (leaseMs: number): number => Math.floor(leaseMs / 10);
 
 /** The bucket of a deployment's single-writer leases. */
 export const leaseBucketOf = (eventStream: string): string => `${eventStream}_LEASES`;
