@@ -78,19 +78,29 @@ const SAMPLE_RATIO = process.env['BENCH_OVERHEAD_SAMPLE_RATIO'] ?? '0.1';
  * spans are recorded too (and counted in this process's CPU).
  */
 const AGENT = process.env['BENCH_OVERHEAD_AGENT'] === 'traced' ? 'traced' : 'plain';
+/**
+ * Where the `sampled` and `unsampled` arms decide: `agent` (default), in the agent's own no-op
+ * provider, whose sampler and header cost the bench's process then pays too; `services`: the
+ * agent sends no `traceparent` and intake's root sampler decides, so only the services' cost is
+ * added.
+ */
+const SAMPLED_AT = process.env['BENCH_OVERHEAD_SAMPLED_AT'] === 'services' ? 'services' : 'agent';
 
 /**
  * The bench's agent without an SDK: OpenTelemetry's no-op provider. In the `sampled` and
  * `unsampled` arms the trace is sampled (or not) where it starts, at the agent, as with an agent
- * whose SDK samples: a provider that records nothing and only decides.
+ * whose SDK samples: a provider that records nothing and only decides (unless SAMPLED_AT is
+ * `services`).
  */
 async function agentWithoutSdk(h: ConclaveHarness, arm: Arm): Promise<ConclaveClient> {
   const sampler =
-    arm === 'unsampled'
-      ? new tracing.AlwaysOffSampler()
-      : arm === 'sampled'
-        ? new tracing.TraceIdRatioBasedSampler(Number(SAMPLE_RATIO))
-        : undefined;
+    SAMPLED_AT === 'services'
+      ? undefined
+      : arm === 'unsampled'
+        ? new tracing.AlwaysOffSampler()
+        : arm === 'sampled'
+          ? new tracing.TraceIdRatioBasedSampler(Number(SAMPLE_RATIO))
+          : undefined;
   const tracerProvider = sampler ? new tracing.BasicTracerProvider({ sampler }) : new ProxyTracerProvider();
   return ConclaveClient.connect({ nc: h.nc, prefix: h.prefix, streamSuffix: h.run, tracerProvider });
 }
