@@ -1,7 +1,7 @@
 import { AcpError } from '@conclave/acp-protocol';
 import { initialParticipantState, ParticipantState } from '@conclave/registry-protocol';
 import type { CommandContext, Identity, ParticipantDirectory } from '@conclave/service-kit';
-import { HumanResolverTokens, TOKEN_FAILURES_PER_WINDOW } from './human-resolver-tokens';
+import { HumanResolverTokens, TOKEN_FAILURE_SOURCES, TOKEN_FAILURES_PER_WINDOW } from './human-resolver-tokens';
 
 const TOKEN = 'token-of-alice-0123456789abcdefghij';
 const active = { status: 'active', participant: { participant_id: 'human:alice' } } as unknown as ParticipantState;
@@ -71,6 +71,19 @@ describe('human tokens name registered participants', () => {
       participant_id: 'human:alice',
       via: 'token',
     });
+  });
+
+  it('given an HTTP source locked out, when an attacker sends a wrong token under more new NATS names than are remembered, then the lockout holds and the memory stays bounded', async () => {
+    const t = tokens(true);
+    for (let i = 0; i < TOKEN_FAILURES_PER_WINDOW; i++) await code(t.identify({ authorization: `Bearer wrong-${i}`, source: 'http:9' }));
+    for (let i = 0; i < TOKEN_FAILURE_SOURCES + 50; i++) {
+      await code(t.identify({ authorization: 'Bearer wrong', declared: `n${i}`, source: 'nats' }));
+    }
+    expect(await code(t.identify({ authorization: `Bearer ${TOKEN}`, source: 'http:9' }))).toBe('RATE_LIMITED');
+    // The bound itself, read from the outside: no public view of it exists.
+    const remembered = (t as unknown as { failures: Map<string, number[]> }).failures;
+    expect(remembered.size).toBeLessThanOrEqual(TOKEN_FAILURE_SOURCES);
+    expect(remembered.has('http:9')).toBe(true);
   });
 
   it("given a NATS request naming mallory with alice's token, then it is refused: a token matches only the participant the request names", async () => {

@@ -10,6 +10,12 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 /** Failed token attempts accepted per source and window before every attempt is refused. */
 export const TOKEN_FAILURES_PER_WINDOW = 10;
 export const TOKEN_FAILURE_WINDOW_MS = 60_000;
+/**
+ * Sources whose failures are remembered at most. Over it, expired sources go first, then the
+ * oldest ones not locked out: a flood of new sources (any name on NATS is one) never lifts a
+ * lockout, and memory stays bounded.
+ */
+export const TOKEN_FAILURE_SOURCES = 10_000;
 
 /** Where a request comes from and what it carries, whatever the channel (NATS, HTTP, console). */
 export interface HumanCredentials {
@@ -124,14 +130,37 @@ export class HumanResolverTokens {
     }
     const retryAfterMs = Math.max(1, recent[0] + TOKEN_FAILURE_WINDOW_MS - Date.now());
     const repeat = this.refusing.has(source);
-    if (this.refusing.size > 10_000) this.refusing.clear();
+    // A source refused is a source with failures: bounded with them (evict).
     this.refusing.add(source);
     throw new RateLimitedError(`too many failed token attempts from ${source}; retry after ${retryAfterMs} ms`, retryAfterMs, repeat);
   }
 
   private fail(source: string): void {
-    if (this.failures.size > 10_000) this.failures.clear();
     this.failures.set(source, [...this.recent(source), Date.now()]);
+    if (this.failures.size > TOKEN_FAILURE_SOURCES) this.evict();
+  }
+
+  /**
+   * Down to nine tenths of the bound (so a flood pays for one pass per thousand new sources, not
+   * one per request): expired sources, then the oldest not locked out, and locked-out ones only
+   * when they alone fill the bound.
+   */
+  private evict(): void {
+    const target = Math.floor(TOKEN_FAILURE_SOURCES * 0.9);
+    const since = Date.now() - TOKEN_FAILURE_WINDOW_MS;
+    const forget = (source: string) => {
+      this.failures.delete(source);
+      this.refusing.delete(source);
+    };
+    for (const [source, times] of this.failures) if (times[times.length - 1] <= since) forget(source);
+    for (const [source, times] of this.failures) {
+      if (this.failures.size <= target) return;
+      if (times.filter((t) => t > since).length < TOKEN_FAILURES_PER_WINDOW) forget(source);
+    }
+    for (const source of this.failures.keys()) {
+      if (this.failures.size <= target) return;
+      forget(source);
+    }
   }
 }
 
