@@ -52,7 +52,7 @@ export class SubmitProposalHandler {
     const signature = this.payloadSignatureOf(raw['payload_signature'], request.payload, author);
 
     const proposalId = request.proposal_id ?? this.context.newId();
-    await this.checkLinks(proposalId, request);
+    await this.checkLinks(proposalId, request, author);
     const eligible = await this.eligibleParticipants(request);
     // 18.1/18.2: the domain's policy document in force now decides this proposal for good.
     const policy = await this.policies.governing(request.domain);
@@ -82,14 +82,25 @@ export class SubmitProposalHandler {
   /**
    * 11.3 and 9.3: causes must exist; children must exist (unless the parent expires) and must not
    * lead back to the parent. Entries are read through the store, from the log when the cache
-   * has not seen them yet.
+   * has not seen them yet. A parent's resolution reports its children's outcomes, so its author
+   * needs a grant on each child's domain (14.2: cross-domain access needs its own grant).
    */
-  private async checkLinks(proposalId: string, request: ProposeRequest): Promise<void> {
+  private async checkLinks(proposalId: string, request: ProposeRequest, author: Identity): Promise<void> {
     const known = new Map<string, EntryLinks | null>();
     for (const id of request.caused_by ?? []) known.set(id, await this.linksOf(id));
     checkCauses(proposalId, request.caused_by ?? [], known);
     const dependsOn = request.depends_on ?? [];
     if (dependsOn.length === 0) return;
+    for (const id of dependsOn) {
+      const domain = await this.domainOf(id);
+      if (domain !== undefined && !this.view.mayReadDomain(author, domain)) {
+        throw new AcpError(
+          'FORBIDDEN',
+          `${author.participant_id} has no grant on ${domain}, the domain of a child it depends on`,
+          'depends_on',
+        );
+      }
+    }
     const children = new Map<string, EntryLinks | null>();
     for (let missing = childrenToLoad(dependsOn, children); missing.length > 0; missing = childrenToLoad(dependsOn, children)) {
       if (children.size + missing.length > MAX_LINKED_ENTRIES) {
@@ -105,9 +116,20 @@ export class SubmitProposalHandler {
   }
 
   private async linksOf(id: string): Promise<EntryLinks | null> {
+    const state = await this.entry(id);
+    return state.status === 'initial' ? null : { depends_on: state.proposal.depends_on, caused_by: state.proposal.caused_by ?? [] };
+  }
+
+  /** The domain of an entry, undefined when there is no such entry (checkChildren decides then). */
+  private async domainOf(id: string): Promise<string | undefined> {
+    const state = await this.entry(id);
+    return state.status === 'initial' ? undefined : state.proposal.domain;
+  }
+
+  private async entry(id: string) {
     let { state } = await this.store.load(id, 'cache');
     if (state.status === 'initial') ({ state } = await this.store.load(id, 'log'));
-    return state.status === 'initial' ? null : { depends_on: state.proposal.depends_on, caused_by: state.proposal.caused_by ?? [] };
+    return state;
   }
 
   /**
