@@ -81,7 +81,7 @@ export const OPENAPI_DOCUMENT = {
         summary: 'A human approves or rejects an escalated proposal (trigger manual); a decision event follows',
         description:
           'With CONCLAVE_AUTH_MODE=required, a token must be presented (Authorization: Bearer <token>); it names a registered ' +
-          'participant, who needs the human-resolver role and a resolve grant on the domain; otherwise resolved_by is taken as declared. Under an M-of-N sign-off route this records ' +
+          'participant, who needs the human-resolver role, a resolve grant on the domain and a clearance that covers the proposal; otherwise resolved_by is taken as declared. Under an M-of-N sign-off route this records ' +
           'one sign-off, and the proposal resolves once M of the named humans agree (or at once on a veto).',
         security: [{ humanToken: [] }],
         parameters: [proposalIdParam],
@@ -93,7 +93,7 @@ export const OPENAPI_DOCUMENT = {
           '400': errorResponse('SCHEMA_VIOLATION (a note is required), INVALID_JSON'),
           '401': errorResponse('UNAUTHENTICATED: no token, or not a human resolver token'),
           '403': errorResponse(
-            'FORBIDDEN: the token belongs to someone else than resolved_by, no resolve grant on the domain, or the human is not one of the sign-off humans',
+            "FORBIDDEN: the token belongs to someone else than resolved_by, no resolve grant on the domain, a clearance below the proposal's classification, or the human is not one of the sign-off humans",
           ),
           '404': errorResponse('PROPOSAL_NOT_FOUND'),
           '409': errorResponse(
