@@ -97,45 +97,39 @@ describe('security: write paths refuse what the signer may not read (authenticat
   });
 
   describe('depends_on reaches only domains the author may read', () => {
-    it("given alice's risk proposal, when mallory (grant on ops only) submits an ops parent that depends on it, then FORBIDDEN on depends_on and no parent exists", async () => {
+    /** An ops proposal by `author` that depends on a fresh risk proposal of alice's (quorum 1). */
+    async function opsParent(author: string, proposal_id = ulid()) {
       const child = await (
         await h.clientFor('alice')
       ).propose({ domain: 'risk', author: 'alice', payload: { x: 1 }, quorum: 1, created_at: now() });
-      const parentId = ulid();
-      const mallory = await h.clientFor('mallory');
-      await expect(
-        mallory.propose({
-          proposal_id: parentId,
-          domain: 'ops',
-          author: 'mallory',
-          payload: { p: 1 },
-          quorum: 1,
-          created_at: now(),
-          depends_on: [child.proposal_id],
-        }),
-      ).rejects.toMatchObject({ code: 'FORBIDDEN', field: 'depends_on' });
-      await expect((await h.clientFor('bridger')).get(parentId)).rejects.toMatchObject({ code: 'PROPOSAL_NOT_FOUND' });
-    });
-
-    it('given a risk proposal, when bridger (grants on ops and risk) submits an ops parent that depends on it, then the parent is resolved with the child once the child is decided', async () => {
-      const child = await (
-        await h.clientFor('alice')
-      ).propose({ domain: 'risk', author: 'alice', payload: { x: 2 }, quorum: 1, created_at: now() });
-      const bridger = await h.clientFor('bridger');
-      const parent = await bridger.propose({
+      const client = await h.clientFor(author);
+      const submitted = client.propose({
+        proposal_id,
         domain: 'ops',
-        author: 'bridger',
-        payload: { p: 2 },
+        author,
+        payload: { p: 1 },
         quorum: 1,
         created_at: now(),
         depends_on: [child.proposal_id],
       });
-      await (await h.clientFor('bob')).endorse(child.proposal_id, { participant_id: 'bob', confidence: 0.9 });
+      return { child: child.proposal_id, proposal_id, client, submitted };
+    }
+
+    it("given alice's risk proposal, when mallory (grant on ops only) submits an ops parent that depends on it, then FORBIDDEN on depends_on and no parent exists", async () => {
+      const parent = await opsParent('mallory');
+      await expect(parent.submitted).rejects.toMatchObject({ code: 'FORBIDDEN', field: 'depends_on' });
+      await expect((await h.clientFor('bridger')).get(parent.proposal_id)).rejects.toMatchObject({ code: 'PROPOSAL_NOT_FOUND' });
+    });
+
+    it('given a risk proposal, when bridger (grants on ops and risk) submits an ops parent that depends on it, then the parent is resolved with the child once the child is decided', async () => {
+      const parent = await opsParent('bridger');
+      await parent.submitted;
+      await (await h.clientFor('bob')).endorse(parent.child, { participant_id: 'bob', confidence: 0.9 });
       const resolved = await eventually(async () => {
-        const p = await bridger.get(parent.proposal_id);
+        const p = await parent.client.get(parent.proposal_id);
         return p.status === 'resolved' ? p : undefined;
       });
-      expect(resolved.resolution).toMatchObject({ outcome: 'approved', child_outcomes: { [child.proposal_id]: 'approved' } });
+      expect(resolved.resolution).toMatchObject({ outcome: 'approved', child_outcomes: { [parent.child]: 'approved' } });
     });
   });
 });
