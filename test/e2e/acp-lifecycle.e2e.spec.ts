@@ -66,10 +66,15 @@ describe('proposal lifecycle end to end (intake + resolver + sweeper over NATS)'
 
   it('10.1 item 2: a manual escalation records who asked and why, and emits a decision event', async () => {
     const p = await propose();
+
     const escalated = await h.client.escalate(p.proposal_id, { reason: 'touches production', requested_by: 'sre-oncall' });
-    expect(escalated.status).toBe('escalated');
+
+    // The kind of escalation is `reason: manual`; the requester's own words are kept as `note`.
+    const why = { reason: 'manual', requested_by: 'sre-oncall', note: 'touches production', escalated_at: expect.any(String) };
+    expect(escalated).toMatchObject({ status: 'escalated', resolution: { outcome: 'escalated', trigger: 'manual', escalation: why } });
     const [d] = await decisions.waitFor(p.proposal_id);
-    expect(d).toMatchObject({ outcome: 'escalated', trigger: 'manual', escalation: { reason: 'manual', requested_by: 'sre-oncall' } });
+    expect(d).toMatchObject({ outcome: 'escalated', trigger: 'manual', escalation: why });
+    expect(d.escalation?.escalated_at).toBe(escalated.resolution?.escalation?.escalated_at);
   });
 
   it('4.2 an observation auto-resolves on submission', async () => {

@@ -70,14 +70,17 @@ describe('7.3 unanimous quorum, eligible participants from the registry (authent
       { participant_id: 'watcher', grants: [{ domain: 'ops.deploy', domain_authority: 0.5, trust_score: 0.5, actions: ['propose'] }] },
       // another domain
       { participant_id: 'fin', grants: [{ domain: 'finance', domain_authority: 0.9, trust_score: 0.9 }] },
+      // allowed to respond on ops.deploy, then deactivated below: keeps the grant, not in the electorate
+      { participant_id: 'gone', grants: [{ domain: 'ops.deploy', domain_authority: 0.9, trust_score: 0.9 }] },
     ]);
+    await h.admin.call(REGISTRY_PATTERNS.deactivate, { participant_id: 'gone', reason: 'left the team' });
     // the registry's list follows the log: wait until it holds every seeded participant
     await eventually(
       async () => {
         const { participants } = await h.admin.call<{ participants: Array<{ participant_id: string; grants: object }> }>(
           REGISTRY_PATTERNS.list,
         );
-        return participants.filter((p) => Object.keys(p.grants).length > 0).length >= 5 ? true : undefined;
+        return participants.filter((p) => Object.keys(p.grants).length > 0).length >= 6 ? true : undefined;
       },
       10_000,
       'the seeded registry',
@@ -102,7 +105,21 @@ describe('7.3 unanimous quorum, eligible participants from the registry (authent
     expect(p.eligible_participants).toEqual(['ana', 'ben', 'lead']);
   });
 
-  it('given the registry electorate, when ana and ben endorse, then approved by QUORUM', async () => {
+  it('given a deactivated participant that still holds a grant to respond on the domain, when no list is sent, then it is not eligible', async () => {
+    const { participant: gone } = await h.admin.call<{ participant: { status: string; grants: Record<string, unknown> } }>(
+      REGISTRY_PATTERNS.get,
+      { participant_id: 'gone' },
+    );
+    expect(gone.status).toBe('deactivated');
+    expect(Object.keys(gone.grants)).toEqual(['ops.deploy']);
+
+    const p = await propose();
+
+    expect(p.eligible_participants).not.toContain('gone');
+    expect(p.eligible_participants).toEqual(['ana', 'ben', 'lead']);
+  });
+
+  it('given the registry electorate, when ana endorses and ben challenges, then approved by QUORUM', async () => {
     const p = await propose();
     await (await h.clientFor('ana')).endorse(p.proposal_id, { participant_id: 'ana', confidence: 0.9 });
     expect((await (await h.clientFor('lead')).get(p.proposal_id)).status).toBe('pending');

@@ -56,14 +56,15 @@ describe('audit log: hash chain of every event and rejection, export, verify', (
     const { entries } = await eventually(
       async () => {
         const r = await http<{ entries: AuditEntry[] }>(`/audit/entries?proposal_id=${p.proposal_id}`);
-        return r.entries.length >= 4 ? r : undefined;
+        return r.entries.length >= 4 && r.entries.some((e) => e.action === 'ProposalResolved') ? r : undefined;
       },
       10_000,
-      'entries of the proposal',
+      'entries of the proposal, its resolution included',
     );
     expect(entries.map((e) => e.action)).toEqual(
       expect.arrayContaining(['ProposalSubmitted', 'ResponseRecorded', 'ProposalResolved', 'rejected:respond']),
     );
+    expect(p.payload_hash).toMatch(/^[0-9a-f]{64}$/);
     const submitted = entries.find((e) => e.action === 'ProposalSubmitted')!;
     expect(submitted).toMatchObject({
       actor: 'agent-author',
@@ -72,7 +73,23 @@ describe('audit log: hash chain of every event and rejection, export, verify', (
       payload_hash: p.payload_hash,
       timestamp: expect.any(String),
     });
-    expect(entries.find((e) => e.action === 'ResponseRecorded')).toMatchObject({ actor: 'agent-a', payload_hash: p.payload_hash });
+    expect(entries.find((e) => e.action === 'ResponseRecorded')).toMatchObject({
+      actor: 'agent-a',
+      outcome: 'recorded',
+      proposal_id: p.proposal_id,
+      payload_hash: p.payload_hash,
+      timestamp: expect.any(String),
+    });
+    // The resolution is the resolver's act, at the instant it decided; it carries the submission's payload hash.
+    const resolved = await h.client.get(p.proposal_id);
+    expect(resolved.resolution).toMatchObject({ outcome: 'approved', trigger: 'quorum', decided_at: expect.any(String) });
+    expect(entries.find((e) => e.action === 'ProposalResolved')).toMatchObject({
+      actor: 'conclave-resolver',
+      outcome: 'recorded',
+      proposal_id: p.proposal_id,
+      timestamp: resolved.resolution?.decided_at,
+      payload_hash: p.payload_hash,
+    });
     expect(entries.find((e) => e.action === 'rejected:respond')).toMatchObject({
       actor: 'agent-author',
       outcome: 'rejected',

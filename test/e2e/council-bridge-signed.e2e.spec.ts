@@ -179,7 +179,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
       payload: { kind: 'council-decision', council: { run_id: 'forged', requested_by: 'alice' }, decision: 'wire the money' },
     };
     await expect(h.client.propose(entry)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
-    await expect((await h.clientFor('mallory')).propose(entry)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await expect((await h.clientFor('mallory')).propose(entry)).rejects.toMatchObject({ code: 'FORBIDDEN', field: 'author' });
     const forged = await h.clientFor(SERVICE, pem('mallory'));
     await expect(forged.propose(entry)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
     expect(await entriesOf('forged')).toEqual([]);

@@ -192,15 +192,35 @@ describe('the escalation ladder: reminder, fallback assignee, default outcome', 
       .thenThrows('NOT_ESCALATED');
   });
 
-  it('given a ladder that ends in expiry, when it is due, then the proposal is expired', () => {
+  it('given a ladder that ends in expiry, when it is due, then the proposal is expired by timeout, flagged ladder_default, with a decision event', () => {
     const { events, escalationId } = escalatedHistory();
     const expiring = { ...LADDER, ladder: [{ action: 'default' as const, after_ms: 1000, outcome: 'expired' as const }] };
     const all = [...events, ...given(events).when(route(escalationId, expiring)).events()];
     const { events: produced, state } = given(all)
       .when(advance(at(1)))
-      .then([{ type: 'EscalationDefaulted', data: { resolution: { outcome: 'expired', trigger: 'timeout' } } }]);
+      .then([
+        {
+          type: 'EscalationDefaulted',
+          data: {
+            escalation_id: escalationId,
+            step: 0,
+            resolution: { outcome: 'expired', trigger: 'timeout', decided_at: at(1), ladder_default: true, escalation: { reason: 'tie' } },
+          },
+        },
+      ]);
     expect(state.status).toBe('expired');
+    expect(projectProposal(state)).toMatchObject({
+      status: 'expired',
+      resolution: { outcome: 'expired', trigger: 'timeout', ladder_default: true },
+    });
     expect(statusAfter(produced[0], 'escalated')).toBe('expired');
+    expect(toDecisionEvent(produced[0], state)).toMatchObject({
+      proposal_id: P1,
+      event_id: produced[0].event_id,
+      outcome: 'expired',
+      trigger: 'timeout',
+      ladder_default: true,
+    });
   });
 
   it('given a ladder that ends in approval, when it is due, then the proposal is approved by timeout, flagged ladder_default, with a decision event', () => {

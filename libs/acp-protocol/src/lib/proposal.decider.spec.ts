@@ -23,12 +23,31 @@ import { PROPOSAL_EVENT_TYPES } from './contracts';
 import { AcpError } from './errors';
 import { deriveEventId } from './ids';
 import { DEFAULT_DECIDER_CONFIG, decide } from './proposal.decider';
-import type { ProposalCommand } from './proposal.commands';
+import type { EscalationRouting } from './escalation-ladder';
+import type { AdvanceEscalationLadder, ProposalCommand, RouteEscalation } from './proposal.commands';
 import { acceptsResponses, pendingResolution, projectProposal } from './proposal.projection';
 import { evolveProposal, foldProposal, initialProposalState } from './proposal.state';
 
 const HIGH = { domain_authority: 0.9, confidence: 0.9, trust_score: 0.9 };
 const LOW = { domain_authority: 0.5, confidence: 0.5, trust_score: 0.5 };
+
+function routeEscalation(escalation_id: string, ladder: EscalationRouting['ladder']): RouteEscalation {
+  return {
+    type: 'RouteEscalation',
+    command_id: nextCommandId(),
+    now: T0,
+    actor: 'conclave-escalation',
+    data: {
+      proposal_id: P1,
+      escalation_id,
+      payload_hash: 'sha256:abc',
+      routing: { route_id: 'r', assignees: ['human:lead'], ladder, sign_off: null },
+    },
+  };
+}
+function advanceLadder(now: string): AdvanceEscalationLadder {
+  return { type: 'AdvanceEscalationLadder', command_id: nextCommandId(), now, actor: 'conclave-escalation', data: { proposal_id: P1 } };
+}
 
 describe('4.1 / 4.3 submitting a proposal', () => {
   it('4.3 a proposal with the required fields enters PENDING (4.1) with ProposalSubmitted', () => {
@@ -299,20 +318,57 @@ describe('3 / 6.3 resolving by quorum (the resolver appends ResolveProposal)', (
 });
 
 describe('4.1 terminal states', () => {
-  it('RESOLVED, ESCALATED and EXPIRED accept nothing automated; only escalated takes a human resolution', () => {
+  it('given RESOLVED, EXPIRED or ESCALATED, when resolved by quorum, expired, escalated or responded to, then PROPOSAL_NOT_PENDING; a human resolution only when ESCALATED, and once', () => {
     const resolved = [submit({ quorum: 1 }), endorse('a', HIGH), resolveByQuorum()];
     const expired = [submit(), expire(min(5))];
-    for (const h of [resolved, expired]) {
-      given(h).when(escalate()).thenThrows('PROPOSAL_NOT_PENDING');
+    // Escalated at T0; at min 10 its expires_at (min 5) has passed, so only the status refuses the sweeper.
+    const escalated = [submit(), escalate()];
+    for (const h of [resolved, expired, escalated]) {
+      given(h).when(resolveByQuorum()).thenThrows('PROPOSAL_NOT_PENDING', 'proposal_id');
       given(h)
         .when(expire(min(10)))
-        .thenThrows('PROPOSAL_NOT_PENDING');
+        .thenThrows('PROPOSAL_NOT_PENDING', 'proposal_id');
+      given(h).when(escalate('again')).thenThrows('PROPOSAL_NOT_PENDING', 'proposal_id');
+      given(h).when(endorse('b', HIGH)).thenThrows('PROPOSAL_NOT_PENDING', 'proposal_id');
+    }
+    for (const h of [resolved, expired]) {
       given(h).when(resolveEscalation('approved')).thenThrows('NOT_ESCALATED');
     }
-    given([submit(), escalate()]).when(resolveByQuorum()).thenThrows('PROPOSAL_NOT_PENDING');
-    given([submit(), escalate(), resolveEscalation('rejected')])
+    given(escalated)
+      .when(resolveEscalation('rejected'))
+      .then([{ type: 'EscalationResolved', data: { resolution: { outcome: 'rejected', trigger: 'manual', resolved_by: 'human:alice' } } }]);
+    given([...escalated, resolveEscalation('rejected')])
       .when(resolveEscalation('approved'))
       .thenThrows('NOT_ESCALATED');
+  });
+
+  it('given ESCALATED with no route, when the ladder timer fires, then nothing happens: only a human resolves it', () => {
+    const events = history([submit(), escalate()]);
+    given(events)
+      .when(advanceLadder(min(60)))
+      .thenNothingHappened();
+  });
+
+  it('given ESCALATED routed with a ladder ending in a default, when the default step is due, then it leaves ESCALATED without a human: trigger timeout, ladder_default', () => {
+    const events = history([submit(), escalate()]);
+    const escalationId = events[1].event_id;
+    const routed = [
+      ...events,
+      ...given(events)
+        .when(routeEscalation(escalationId, [{ action: 'default', after_ms: 60_000, outcome: 'rejected' }]))
+        .events(),
+    ];
+    const { state } = given(routed)
+      .when(advanceLadder(min(1)))
+      .then([
+        {
+          type: 'EscalationDefaulted',
+          actor: 'conclave-escalation',
+          data: { escalation_id: escalationId, resolution: { outcome: 'rejected', trigger: 'timeout', ladder_default: true } },
+        },
+      ]);
+    expect(projectProposal(state)).toMatchObject({ status: 'resolved', resolution: { outcome: 'rejected', trigger: 'timeout' } });
+    expect(projectProposal(state).resolution).not.toHaveProperty('resolved_by');
   });
 
   it('commands on a proposal that does not exist are PROPOSAL_NOT_FOUND', () => {

@@ -118,13 +118,57 @@ describe('CommandContext: authentication and authorization (14.1, 14.2, 14.4)', 
     await rejects(context.authenticate(request), 'UNAUTHENTICATED', 'replayed');
   });
 
-  it('a revoked or rotated-out key stops authenticating at once', async () => {
+  it('given a revoked key, then it stops authenticating at once, and a later rotation does not bring it back; the new key works', async () => {
     await admin(REGISTRY_COMMAND_TYPES.RevokeKey, { participant_id: 'gone', key_id: 'k1' });
     await rejects(context.authenticate(signed('{}', { participant: 'gone', key: other.privateKey })), 'UNAUTHENTICATED', 'revoked');
     const next = keyPair();
     await admin(REGISTRY_COMMAND_TYPES.RotateKey, { participant_id: 'gone', public_key: next.raw });
     await rejects(context.authenticate(signed('{}', { participant: 'gone', key: other.privateKey })), 'UNAUTHENTICATED', 'revoked');
     expect((await context.authenticate(signed('{}', { participant: 'gone', key: next.privateKey }))).key_id).toBe('k2');
+  });
+
+  it('given an immediate rotation (no effective_at) and no revocation, then the rotated-out key stops authenticating at once and the new key works', async () => {
+    const first = keyPair();
+    const second = keyPair();
+    await admin(REGISTRY_COMMAND_TYPES.RegisterParticipant, { participant_id: 'rotated', roles: ['agent'], public_key: first.raw });
+    expect((await context.authenticate(signed('{}', { participant: 'rotated', key: first.privateKey }))).key_id).toBe('k1');
+
+    await admin(REGISTRY_COMMAND_TYPES.RotateKey, { participant_id: 'rotated', public_key: second.raw });
+
+    await rejects(
+      context.authenticate(signed('{}', { participant: 'rotated', key: first.privateKey })),
+      'UNAUTHENTICATED',
+      'key k1 of rotated was rotated out',
+    );
+    expect((await context.authenticate(signed('{}', { participant: 'rotated', key: second.privateKey }))).key_id).toBe('k2');
+  });
+
+  it('given a rotation with a cool-down, then the old key authenticates until effective_at and the new one is refused as pending; from effective_at the old key is rotated out and the new one works', async () => {
+    const start = now;
+    const first = keyPair();
+    const second = keyPair();
+    const effectiveAt = new Date(start.getTime() + 3_600_000).toISOString();
+    await admin(REGISTRY_COMMAND_TYPES.RegisterParticipant, { participant_id: 'cooling', roles: ['agent'], public_key: first.raw });
+    await admin(REGISTRY_COMMAND_TYPES.RotateKey, { participant_id: 'cooling', public_key: second.raw, effective_at: effectiveAt });
+    try {
+      now = new Date(start.getTime() + 3_599_999);
+      expect((await context.authenticate(signed('{}', { participant: 'cooling', key: first.privateKey }))).key_id).toBe('k1');
+      await rejects(
+        context.authenticate(signed('{}', { participant: 'cooling', key: second.privateKey })),
+        'UNAUTHENTICATED',
+        `key k2 of cooling is pending a rotation that takes effect at ${effectiveAt}`,
+      );
+
+      now = new Date(effectiveAt);
+      await rejects(
+        context.authenticate(signed('{}', { participant: 'cooling', key: first.privateKey })),
+        'UNAUTHENTICATED',
+        'key k1 of cooling was rotated out',
+      );
+      expect((await context.authenticate(signed('{}', { participant: 'cooling', key: second.privateKey }))).key_id).toBe('k2');
+    } finally {
+      now = start;
+    }
   });
 
   it('acting as someone else is FORBIDDEN naming the field; grants decide per domain', async () => {
