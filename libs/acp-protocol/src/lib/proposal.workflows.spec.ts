@@ -63,6 +63,41 @@ describe('resolver reactions', () => {
       { kind: 'record-child-outcome', proposal_id: 'P2', child_proposal_id: id, outcome: 'approved' },
     ]);
   });
+  it("given an escalated child, then its parent waits; when the ladder's default ends the escalation without a human, then the parent is told that outcome", () => {
+    const child = ulid();
+    let state = run([
+      submit(child),
+      { type: 'EscalateProposal', command_id: ulid(), now: NOW, actor: 'a', data: { proposal_id: child, reason: 'r', requested_by: 'a' } },
+    ]);
+    expect(state.status).toBe('escalated');
+    expect(resolverReactions(state, ['P1'])).toEqual([]);
+    const escalationId = state.status === 'escalated' ? state.escalation.escalation_id : '';
+    const desk = { now: NOW, actor: 'conclave-escalation' };
+    for (const c of [
+      {
+        type: 'RouteEscalation',
+        command_id: ulid(),
+        ...desk,
+        data: {
+          proposal_id: child,
+          escalation_id: escalationId,
+          payload_hash: 'sha256:abc',
+          routing: {
+            route_id: 'r',
+            assignees: ['human:lead'],
+            ladder: [{ action: 'default', after_ms: 0, outcome: 'rejected' }],
+            sign_off: null,
+          },
+        },
+      },
+      { type: 'AdvanceEscalationLadder', command_id: ulid(), ...desk, data: { proposal_id: child } },
+    ] as ProposalCommand[])
+      for (const e of decide(c, state)) state = evolveProposal(state, e);
+    expect(state).toMatchObject({ status: 'resolved', resolution: { outcome: 'rejected', trigger: 'timeout', ladder_default: true } });
+    expect(resolverReactions(state, ['P1'])).toEqual([
+      { kind: 'record-child-outcome', proposal_id: 'P1', child_proposal_id: child, outcome: 'rejected' },
+    ]);
+  });
 });
 
 describe('expiry deadline in milliseconds', () => {
