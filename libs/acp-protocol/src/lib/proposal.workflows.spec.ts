@@ -65,13 +65,16 @@ describe('resolver reactions', () => {
   });
   it("given an escalated child, then its parent waits; when the ladder's default ends the escalation without a human, then the parent is told that outcome", () => {
     const child = ulid();
-    let state = run([
-      submit(child),
+    let state = run([submit(child)]);
+    const escalated = decide(
       { type: 'EscalateProposal', command_id: ulid(), now: NOW, actor: 'a', data: { proposal_id: child, reason: 'r', requested_by: 'a' } },
-    ]);
+      state,
+    );
+    for (const e of escalated) state = evolveProposal(state, e);
     expect(state.status).toBe('escalated');
     expect(resolverReactions(state, ['P1'])).toEqual([]);
-    const escalationId = state.status === 'escalated' ? state.escalation.escalation_id : '';
+    // The escalation's id is its ProposalEscalated event's.
+    const escalationId = escalated[0].event_id;
     const desk = { now: NOW, actor: 'conclave-escalation' };
     for (const c of [
       {
