@@ -1,7 +1,7 @@
-import { buildRunRecord } from './run-record';
+import { buildRunRecord, runReaderRole, runRecordFor } from './run-record';
 import { validateRunRecord } from './single-agent-council';
 import { StartedRun } from './state';
-import { defaultBehaviour, drive, highIssue, startCommand } from '../testing/council-fixtures';
+import { defaultBehaviour, drive, goalContract, highIssue, startCommand } from '../testing/council-fixtures';
 
 /**
  * Spec 8.7 and checklist 22, per level: what the offline validator demands of a RunRecord, and
@@ -82,5 +82,39 @@ describe('checklist 22 per level: the offline validator', () => {
     const none = serviceRecord();
     none['decision_record'] = null;
     expect(codes(none)).toContain('MISSING_SECTION decision_record');
+  });
+});
+
+describe('spec 10 and 11.2 a decision owner who deliberates reads nothing mid-run', () => {
+  const ownedBy = (owner: string) => ({ ...startCommand({ goal: goalContract({ decision_owner: owner }) }), actor: owner });
+  const midRun = (owner: string) =>
+    drive(ownedBy(owner), defaultBehaviour(), { stopWhen: (x) => x.requests.some((r) => r.stage === 'review') }).state as StartedRun;
+
+  it.each([
+    ['sits on the panel', 'member-builder-01', 'member'],
+    ['chairs the run', 'member-chair-01', 'chair'],
+  ] as const)(
+    'given a running run whose decision owner %s, when the owner reads it, then NOT_AUTHORIZED_ROLE like a member (no candidates, no author ids)',
+    (_how, owner, role) => {
+      const st = midRun(owner);
+      expect(st.status).toBe('running');
+      expect(st.candidate_order.length).toBeGreaterThan(0);
+      expect(runReaderRole(st, owner)).toBe(role);
+      expect(() => runRecordFor(st, role)).toThrow(expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'run_id' }));
+    },
+  );
+
+  it("given an ended run whose decision owner sat on the panel, when the owner reads it, then the owner's copy with the mapping", () => {
+    const owner = 'member-builder-01';
+    const done = drive(ownedBy(owner), defaultBehaviour()).state as StartedRun;
+    expect(done.status).toBe('terminated');
+    expect(runReaderRole(done, owner)).toBe('owner');
+    expect(runRecordFor(done, 'owner').anonymization.mapping).toHaveLength(3);
+  });
+
+  it('given a running run, when an owner who does not deliberate reads it, then it reads without the mapping', () => {
+    const st = midRun('human-owner');
+    expect(runReaderRole(st, 'human-owner')).toBe('owner');
+    expect(runRecordFor(st, 'owner').anonymization).toEqual({ restricted: true, withheld: true, mapping: [] });
   });
 });

@@ -109,10 +109,17 @@ export interface RunRecord {
 /** Who reads a run: its decision owner, its chair, a panel member, or an observer the policy names. */
 export type RunReader = 'owner' | 'chair' | 'member' | 'observer';
 
+/**
+ * A decision owner who also deliberates (on the panel, or as a chair) reads as a member while the
+ * run runs: otherwise the owner's copy would show it its rivals' candidates and their authors
+ * before it proposes or reviews (spec 10, 11). Once the run has ended it is the owner again.
+ */
 export function runReaderRole(run: StartedRun, participantId: string): RunReader | null {
-  if (participantId === run.goal_contract.decision_owner) return 'owner';
+  const owner = participantId === run.goal_contract.decision_owner;
+  if (owner && run.status === 'terminated') return 'owner';
   if (run.chair_order.includes(participantId)) return 'chair';
   if (run.panel.some((m) => m.member_id === participantId)) return 'member';
+  if (owner) return 'owner';
   if (run.policy.observers.includes(participantId)) return 'observer';
   return null;
 }
@@ -120,11 +127,16 @@ export function runReaderRole(run: StartedRun, participantId: string): RunReader
 /**
  * The RunRecord as `reader` may see it. The anonymisation mapping (and the labels on lineages,
  * which are the same link) is only in the owner's copy once the run has ended (11.2); panel
- * members read nothing while the run runs, since the audit surface would defeat blind review.
+ * members and chairs read nothing while the run runs, since the audit surface would defeat
+ * independent proposal and blind review (`runReaderRole` makes a deliberating owner one of them).
  */
 export function runRecordFor(run: StartedRun, reader: RunReader): RunRecord {
   if (run.status === 'running' && (reader === 'chair' || reader === 'member')) {
-    throw new CouncilError('NOT_AUTHORIZED_ROLE', 'panel members read the RunRecord once the run has ended (blind review)', 'run_id');
+    throw new CouncilError(
+      'NOT_AUTHORIZED_ROLE',
+      'panel members and chairs (a decision owner who deliberates too) read the RunRecord once the run has ended (blind review)',
+      'run_id',
+    );
   }
   const rec = buildRunRecord(run);
   if (reader === 'owner' && run.status === 'terminated') return rec;
