@@ -21,7 +21,8 @@ export class CouncilMetrics {
         if (e.type === COUNCIL_EVENT_TYPES.RunStarted) runs.inc({ state: 'started' });
         else if (e.type === COUNCIL_EVENT_TYPES.RunTerminated) runs.inc({ state: e.data.terminal_state });
         else if (e.type === COUNCIL_EVENT_TYPES.MemberFailed) failures.inc({ reason: e.data.reason });
-        else if (e.type === COUNCIL_EVENT_TYPES.TaskAnswerRefused) failures.inc({ reason: 'answer-refused' });
+        else if (e.type === COUNCIL_EVENT_TYPES.TaskAnswerRefused || e.type === COUNCIL_EVENT_TYPES.RefusedAnswerSpendRecorded)
+          failures.inc({ reason: 'answer-refused' });
         const usage = (e.data as { usage?: { tokens?: unknown; cost?: unknown } }).usage;
         if (typeof usage?.tokens === 'number' && usage.tokens > 0) tokens.inc(usage.tokens);
         if (typeof usage?.cost === 'number' && usage.cost > 0) cost.inc(usage.cost);

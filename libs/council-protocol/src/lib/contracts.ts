@@ -28,6 +28,8 @@ export const COUNCIL_EVENT_TYPES = {
   RevisionSubmitted: 'RevisionSubmitted',
   MemberFailed: 'MemberFailed',
   TaskAnswerRefused: 'TaskAnswerRefused',
+  /** The spend a refused answer reported once its task's refusals reached the cap (17.1: budgets count every spend). */
+  RefusedAnswerSpendRecorded: 'RefusedAnswerSpendRecorded',
   ChairDecisionRecorded: 'ChairDecisionRecorded',
   RunTerminated: 'RunTerminated',
   OutcomeRecorded: 'OutcomeRecorded',

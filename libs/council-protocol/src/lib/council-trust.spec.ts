@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { COUNCIL_COMMAND_TYPES as C, COUNCIL_EVENT_TYPES as E } from './contracts';
 import { CouncilTaskRequest } from './controller';
-import { decide } from './decide';
+import { decide, MAX_REFUSALS_PER_TASK } from './decide';
 import { CouncilEvent, RoundClosed } from './events';
 import { buildRunRecord, runReaderRole, runRecordFor } from './run-record';
 import { foldRun, StartedRun } from './state';
@@ -308,6 +308,58 @@ describe('spec 17.1 budgets count every spend, and tasks say what is left', () =
       member_id: 'member-operator-01',
       reason: 'timeout',
       detail: expect.stringMatching(/1 refused answer.*SCHEMA_VIOLATION/),
+    });
+  });
+
+  describe('refused answers past the cap of 5 per task', () => {
+    const task = 'run-1:1:proposal:member-operator-01';
+    const open = () =>
+      drive(startCommand(), (req, id, st) => (id === 'member-operator-01' ? { kind: 'silent' } : defaultBehaviour()(req, id, st)), {
+        stopWhen: (x) => x.state.status === 'running' && x.state.candidate_order.length === 2,
+      });
+    const refuse = (d: Driven, usage?: { cost?: number; tokens?: number }) => {
+      const events = decide(
+        {
+          type: C.RecordRefusedAnswer,
+          task_id: task,
+          member_id: 'member-operator-01',
+          error: { code: 'SCHEMA_VIOLATION', message: 'position: must be a non-empty string', field: 'position' },
+          usage,
+          now: d.now,
+        },
+        d.state,
+      );
+      d.state = foldRun(events, d.state);
+      d.events.push(...events);
+      return events;
+    };
+
+    it('given a task with 5 refused answers, when a 6th is refused, then the cap holds: no sixth refusal is recorded', () => {
+      expect(MAX_REFUSALS_PER_TASK).toBe(5);
+      const d = open();
+      for (let i = 0; i < 5; i++) expect(refuse(d, { cost: 1 }).map((e) => e.type)).toEqual([E.TaskAnswerRefused]);
+      expect(() => refuse(d)).toThrow(expect.objectContaining({ code: 'INVALID_STATE', field: 'task_id' }));
+      refuse(d, { cost: 1 });
+      expect(run(d).refusals.filter((r) => r.task_id === task)).toHaveLength(MAX_REFUSALS_PER_TASK);
+      expect(buildRunRecord(run(d)).refusals).toHaveLength(MAX_REFUSALS_PER_TASK);
+    });
+
+    it('given a task with 5 refused answers, when a 6th, 7th and 8th report usage, then every spend counts against the budget', () => {
+      const d = open();
+      const before = run(d).usage;
+      for (let i = 0; i < 8; i++) refuse(d, { cost: 2, tokens: 100 });
+      expect(run(d).usage).toEqual({ cost: before.cost + 16, tokens: before.tokens + 800 });
+      expect(buildRunRecord(run(d)).budgets.usage).toMatchObject({ cost: before.cost + 16, tokens: before.tokens + 800 });
+      expect(run(d).refusals.filter((r) => r.task_id === task)).toHaveLength(MAX_REFUSALS_PER_TASK);
+    });
+
+    it('given a task past its refusal cap, when refused answers spend the rest of the cost budget, then the run ends max-cost', () => {
+      const d = open();
+      const left = 100 - run(d).usage.cost;
+      for (let i = 0; i < 5; i++) refuse(d);
+      for (let i = 0; i < 4; i++) refuse(d, { cost: left / 4 });
+      const next = drive(startCommand(), () => ({ kind: 'silent' }), { from: d });
+      expect(terminal(next)).toMatchObject({ terminal_state: 'budget-exhausted-best-checkpoint', reason: 'max-cost' });
     });
   });
 

@@ -29,13 +29,21 @@ export function decideReportTaskFailure(command: ReportTaskFailure, state: Counc
   return [envelope(run.run_id, E.MemberFailed, eventId, command.now, task.member_id, task.task_id, data)];
 }
 
-/** Refusals recorded per task; past this a member's further wrong answers are not appended (no log flooding). */
+/**
+ * Refusals recorded per task; past this a member's further wrong answers are not recorded one by
+ * one (no log flooding), but any spend they report still is (RefusedAnswerSpendRecorded).
+ */
 export const MAX_REFUSALS_PER_TASK = 5;
 
 /**
  * A refused answer is a fact of the run (checklist 14): the RunRecord keeps it, and its spend
  * counts against the budget (17.1), whether the task is still open, timed out or answered by a
  * later correction. The event id counts the task's refusals, so a retried append is dropped.
+ *
+ * Past MAX_REFUSALS_PER_TASK the refusal is no longer recorded: an answer that reported spend
+ * appends only that spend (a small event with no error text), and one that spent nothing appends
+ * nothing (INVALID_STATE, as before). The log stays bounded where it costs nothing to flood it,
+ * and each record past the cap brings the run closer to its cost, token or time budget.
  */
 export function decideRecordRefusedAnswer(command: RecordRefusedAnswer, state: CouncilRunState): CouncilEvent[] {
   const run = requireRunning(state);
@@ -44,17 +52,29 @@ export function decideRecordRefusedAnswer(command: RecordRefusedAnswer, state: C
   if (task.member_id !== command.member_id)
     throw new CouncilError('NOT_TASK_ASSIGNEE', `task ${command.task_id} belongs to another member`, 'member_id');
   if (command.event_id !== undefined && run.applied_event_ids[command.event_id]) return [];
-  const count = run.refusals.filter((r) => r.task_id === task.task_id).length;
-  if (count >= MAX_REFUSALS_PER_TASK)
-    throw new CouncilError('INVALID_STATE', `task ${task.task_id} already has ${count} refused answers`, 'task_id');
   const e = command.error;
   if (!e || typeof e.code !== 'string' || typeof e.message !== 'string') fail('error', 'must be {code, message, field?}');
   const usage = parseUsage(command.usage);
+  const count = run.refusals.filter((r) => r.task_id === task.task_id).length;
+  const where = { task_id: task.task_id, member_id: task.member_id, round: task.round, stage: task.stage };
+  if (count >= MAX_REFUSALS_PER_TASK) {
+    if (!usage || ((usage.cost ?? 0) === 0 && (usage.tokens ?? 0) === 0))
+      throw new CouncilError('INVALID_STATE', `task ${task.task_id} already has ${count} refused answers`, 'task_id');
+    const pastCap = (task.spends_past_refusal_cap ?? 0) + 1;
+    return [
+      envelope(
+        run.run_id,
+        E.RefusedAnswerSpendRecorded,
+        command.event_id ?? `${task.task_id}:refused-spend:${pastCap}`,
+        command.now,
+        task.member_id,
+        task.task_id,
+        { ...where, past_cap: pastCap, usage },
+      ),
+    ];
+  }
   const data = {
-    task_id: task.task_id,
-    member_id: task.member_id,
-    round: task.round,
-    stage: task.stage,
+    ...where,
     error: { code: e.code, message: e.message, ...(e.field !== undefined ? { field: e.field } : {}) },
     ...(usage ? { usage } : {}),
   };

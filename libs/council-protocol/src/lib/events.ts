@@ -242,6 +242,15 @@ export type TaskAnswerRefused = CouncilEventEnvelope<
     usage?: Usage;
   }
 >;
+/**
+ * A refused answer past its task's refusal cap: the refusal itself is no longer recorded (no log
+ * flooding), but the spend it reported still counts against the budget (17.1). `past_cap` numbers
+ * these records per task (1 for the first after the cap).
+ */
+export type RefusedAnswerSpendRecorded = CouncilEventEnvelope<
+  typeof COUNCIL_EVENT_TYPES.RefusedAnswerSpendRecorded,
+  { task_id: string; member_id: string; round: number; stage: TaskStage; past_cap: number; usage: Usage }
+>;
 export type ChairDecisionRecorded = CouncilEventEnvelope<
   typeof COUNCIL_EVENT_TYPES.ChairDecisionRecorded,
   { task_id: string; chair_member_id: string; decision_record: DecisionRecord; usage?: Usage }
@@ -323,6 +332,7 @@ export type CouncilEvent =
   | RevisionSubmitted
   | MemberFailed
   | TaskAnswerRefused
+  | RefusedAnswerSpendRecorded
   | ChairDecisionRecorded
   | RunTerminated
   | OutcomeRecorded

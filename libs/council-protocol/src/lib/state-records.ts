@@ -26,6 +26,8 @@ export interface TaskRecord {
   settled_at?: string;
   /** The event that answered or failed it: a redelivered reply with the same id is a no-op. */
   settled_by?: string;
+  /** Refused answers past the refusal cap whose spend was recorded (RefusedAnswerSpendRecorded). */
+  spends_past_refusal_cap?: number;
 }
 
 export interface StoredCandidate {

@@ -430,6 +430,12 @@ function applyEvent(state: CouncilRunState, event: CouncilEvent, copy: boolean):
       addUsage(next, d.usage);
       return next;
     }
+    case E.RefusedAnswerSpendRecorded: {
+      const task = next.tasks[event.data.task_id];
+      if (task) next.tasks[task.task_id] = { ...task, spends_past_refusal_cap: event.data.past_cap };
+      addUsage(next, event.data.usage);
+      return next;
+    }
     case E.ChairDecisionRecorded:
       next.decision = {
         decision_record: clone(event.data.decision_record),
