@@ -161,14 +161,13 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
       error: { code: 'FORBIDDEN', field: 'actor' },
     });
     expect(await bridge('mallory', { run_id: runId, quorum: 2 })).toMatchObject({ ok: false, error: { code: 'NOT_AUTHORIZED_ROLE' } });
-    // Carol owns a council in billing but may not propose there: the service's grant does not widen hers.
-    const carols = await run('s3', 'carol', DOMAIN);
-    expect(await bridge('carol', { run_id: carols, quorum: 2 })).toMatchObject({
+    // Carol may not propose in billing: she cannot start a council there (RFC 14.2), so there is nothing to post.
+    await expect(run('s3', 'carol', DOMAIN)).rejects.toMatchObject({ code: 'FORBIDDEN', field: 'goal_contract.domain' });
+    expect(await bridge('carol', { run_id: `signed_s3_${h.run}`, quorum: 2 })).toMatchObject({
       ok: false,
-      error: { code: 'FORBIDDEN', field: 'domain' },
+      error: { code: 'RUN_NOT_FOUND' },
     });
     expect(await entriesOf(runId)).toEqual([]);
-    expect(await entriesOf(carols)).toEqual([]);
   });
 
   it('as an attacker posting to ACP in the council service’s name: unsigned, signed by another, or with a forged key, intake refuses', async () => {

@@ -13,7 +13,10 @@ describe('the Council demo with authentication required', () => {
   beforeAll(async () => {
     await h.start('intake', 'council');
     await h.seed(
-      ['demo-owner', 'demo-chair', 'demo-builder', 'demo-skeptic', 'demo-operator'].map((participant_id) => ({ participant_id })),
+      ['demo-owner', 'demo-chair', 'demo-builder', 'demo-skeptic', 'demo-operator'].map((participant_id) => ({
+        participant_id,
+        ...(participant_id === 'demo-owner' ? { grants: [{ domain: 'general', domain_authority: 0.9, trust_score: 0.9 }] } : {}),
+      })),
     );
   });
   afterAll(async () => {

@@ -24,7 +24,7 @@ describe('council:L5 signed outcomes (authentication required, over NATS)', () =
   beforeAll(async () => {
     await h.start('intake', 'council');
     await h.seed([
-      { participant_id: 'alice' },
+      { participant_id: 'alice', grants: [{ domain: 'payments', domain_authority: 0.9, trust_score: 0.9 }] },
       { participant_id: 'mallory' },
       { participant_id: 'qa-bot' },
       { participant_id: chair },

@@ -33,7 +33,7 @@ describe('Council security: signed commands and run rights over NATS', () => {
   beforeAll(async () => {
     await h.start('intake', 'council');
     await h.seed([
-      { participant_id: 'alice' },
+      { participant_id: 'alice', grants: [{ domain: 'general', domain_authority: 0.9, trust_score: 0.9 }] },
       { participant_id: 'mallory' },
       { participant_id: 'cs-chair' },
       { participant_id: 'auditor' },

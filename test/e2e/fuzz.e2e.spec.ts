@@ -76,7 +76,8 @@ describe.each([
       await s.seed([
         { participant_id: 'fz-alice', clearance: 'restricted', grants },
         { participant_id: 'fz-bob', grants },
-        { participant_id: 'fz-owner', grants },
+        { participant_id: 'fz-owner', grants: [...grants, { domain: 'general', domain_authority: 0.8, trust_score: 0.8 }] },
+        ...['fz-m1', 'fz-m2', 'fz-chair'].map((participant_id) => ({ participant_id })),
         { participant_id: 'fz-human', roles: ['human-resolver'], grants: [{ ...grants[0], actions: ['resolve'] }] },
       ]);
     }

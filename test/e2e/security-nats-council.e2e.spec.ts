@@ -53,6 +53,12 @@ describe.each([
       keys.set(id, pair);
       await deployment.admin.call(REGISTRY_PATTERNS.register, { participant_id: id, roles: ['agent'], public_key: pair.publicKey });
     }
+    await deployment.admin.call(REGISTRY_PATTERNS.grant, {
+      participant_id: 'owner',
+      domain: 'general',
+      domain_authority: 0.9,
+      trust_score: 0.9,
+    });
   }, 60_000);
 
   afterAll(async () => {

@@ -67,7 +67,14 @@ describe('security: every read path refuses what it must (authentication require
   beforeAll(async () => {
     await h.start('intake', 'resolver', 'escalation', 'audit', 'council');
     await h.seed([
-      { participant_id: 'alice', clearance: 'confidential', grants: [{ domain: 'risk', domain_authority: 0.9, trust_score: 0.9 }] },
+      {
+        participant_id: 'alice',
+        clearance: 'confidential',
+        grants: [
+          { domain: 'risk', domain_authority: 0.9, trust_score: 0.9 },
+          { domain: 'general', domain_authority: 0.9, trust_score: 0.9 },
+        ],
+      },
       { participant_id: 'bob', clearance: 'confidential', grants: [{ domain: 'risk', domain_authority: 0.9, trust_score: 0.9 }] },
       { participant_id: 'mallory', clearance: 'restricted', grants: [{ domain: 'ops', domain_authority: 0.5, trust_score: 0.5 }] },
       { participant_id: 'opsbot', grants: [{ domain: 'ops', domain_authority: 0.9, trust_score: 0.9 }] },

@@ -1,17 +1,22 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { AcpError } from '@conclave/acp-protocol';
 import {
   COUNCIL_COMMAND_TYPES as C,
+  COUNCIL_EVENT_TYPES as E,
   CouncilError,
+  CouncilEvent,
   DeliberationRequest,
   EMPTY_RUN,
   RunRecord,
+  RunStarted,
   decide,
   foldRun,
+  runDomain,
   runReaderRole,
   runRecordFor,
 } from '@conclave/council-protocol';
 import { ConcurrencyError } from '@conclave/event-log';
-import { CommandContext, IDS, IdGenerator, Identity } from '@conclave/service-kit';
+import { CommandContext, IDS, IdGenerator, Identity, ParticipantDirectory } from '@conclave/service-kit';
 import { EvaluationCommands } from './evaluation-commands';
 import { RunDriver } from './run-driver';
 import { RunRepository } from './run-repository';
@@ -58,20 +63,28 @@ export class CouncilCommands {
     private readonly context: CommandContext,
     @Inject(IDS) private readonly ids: IdGenerator,
     private readonly evaluation: EvaluationCommands,
+    private readonly directory: ParticipantDirectory,
   ) {}
 
-  /** `council.v1.start`: `{goal_contract, panel, policy?, actor?, run_id?}` → `{run_id}`; only the decision owner starts. */
+  /**
+   * `council.v1.start`: `{goal_contract, panel, policy?, actor?, run_id?}` → `{run_id}`; only the
+   * decision owner starts, and only with a grant to propose in the run's domain (RFC 14.2).
+   */
   async start(input: unknown, identity: Identity): Promise<{ run_id: string }> {
     const o = body(input);
     const run_id = o['run_id'] === undefined ? this.ids.next() : runIdOf(o);
-    const actor = await this.actor(identity, o);
+    const actor = await this.actorIdentity(identity, o);
     return this.startRun(run_id, o, actor);
   }
 
   /**
    * A run an ACP proposal asked for (`payload.deliberate`), started by the service's reactor: the
-   * proposal's author, whom ACP intake authenticated and authorised in the domain, is the actor,
-   * and StartRun holds it to being the decision owner.
+   * proposal's author, whom ACP intake authenticated and authorised to propose in the proposal's
+   * domain, is the actor, and StartRun holds it to being the decision owner. The domain is not
+   * authorised again: StartRun refuses a GoalContract naming another domain than the proposal's
+   * (NOT_AUTHORIZED_ROLE at `goal_contract.domain`), so the run decides, and the bridge posts,
+   * exactly where intake's `authorize` let the author in; a second grant check would be a second
+   * rule for the same hole. Its panel is checked like any other.
    */
   async startFromAcp(request: DeliberationRequest): Promise<{ run_id: string }> {
     const o = {
@@ -82,7 +95,14 @@ export class CouncilCommands {
     return this.startRun(request.run_id, o, request.actor, request.acp_origin);
   }
 
-  private async startRun(run_id: string, o: Record<string, unknown>, actor: string, acp_origin?: unknown): Promise<{ run_id: string }> {
+  /** `starter`: the identity to authorise in the run's domain (none when ACP intake already did). */
+  private async startRun(
+    run_id: string,
+    o: Record<string, unknown>,
+    starter: Identity | string,
+    acp_origin?: unknown,
+  ): Promise<{ run_id: string }> {
+    const actor = typeof starter === 'string' ? starter : starter.participant_id;
     const seed = this.ids.next();
     // council:L4: the chair comes from the capability projection, recorded in RunStarted.
     const chair_selection = this.evaluation.chairFor(o, seed);
@@ -101,6 +121,10 @@ export class CouncilCommands {
       },
       EMPTY_RUN,
     );
+    // After StartRun parsed the body (a malformed one is SCHEMA_VIOLATION) and before anything is appended.
+    const run = started(events);
+    if (typeof starter !== 'string') this.authorizeDomain(starter, run);
+    await this.requireRegisteredPanel(run);
     try {
       const result = await this.repo.append(run_id, events, 'no_stream');
       const loaded = result.duplicate ? await this.repo.load(run_id) : { state: foldRun(events), version: result.version };
@@ -114,10 +138,10 @@ export class CouncilCommands {
 
   /**
    * `council.v1.get`: `{run_id, actor?}` → `{run_record}` as the reader may see it: the owner's
-   * copy carries the anonymisation mapping once the run has ended; panel members read after the
-   * run; observers named by the policy read without the mapping; anyone else is refused. With
-   * authentication off a reader with no role in the run is treated as an observer (declared
-   * identities prove nothing there).
+   * copy carries the anonymisation mapping once the run has ended; panel members and chairs, the
+   * owner too when it deliberates, read only after the run; observers named by the policy read
+   * without the mapping; anyone else is refused. With authentication off a reader with no role in
+   * the run is treated as an observer (declared identities prove nothing there).
    */
   async get(input: unknown, identity: Identity): Promise<{ run_record: RunRecord }> {
     const o = body(input);
@@ -182,12 +206,49 @@ export class CouncilCommands {
     return { run_id: runId };
   }
 
+  /**
+   * RFC 14.2: who starts a run proposes in its domain (the GoalContract's, `general` when it names
+   * none), and another domain needs its own grant: FORBIDDEN naming `goal_contract.domain`.
+   */
+  private authorizeDomain(who: Identity, run: RunStarted): void {
+    try {
+      this.context.authorize(who, 'propose', runDomain(run.data.goal_contract));
+    } catch (err) {
+      if (err instanceof AcpError && err.code === 'FORBIDDEN') throw new AcpError('FORBIDDEN', err.message, 'goal_contract.domain');
+      throw err;
+    }
+  }
+
+  /**
+   * With authentication required, every panel member is an active participant of the registry,
+   * so no task is queued for an id nobody holds, nor for one deactivated (UNKNOWN_REFERENCE, `panel`).
+   */
+  private async requireRegisteredPanel(run: RunStarted): Promise<void> {
+    if (!this.context.authRequired) return;
+    const members = run.data.panel.map((m) => m.member_id);
+    const states = await Promise.all(members.map((id) => this.directory.load(id)));
+    const missing = members.flatMap((id, i) => (states[i].status === 'active' ? [] : [`${id} (${states[i].status})`]));
+    if (missing.length > 0)
+      throw new CouncilError('UNKNOWN_REFERENCE', `not active participants of the registry: ${missing.join(', ')}`, 'panel');
+  }
+
   /** Who acts: the authenticated identity; an `actor` the body declares must be that identity (FORBIDDEN). */
   private async actor(identity: Identity, o: Record<string, unknown>): Promise<string> {
+    return (await this.actorIdentity(identity, o)).participant_id;
+  }
+
+  private async actorIdentity(identity: Identity, o: Record<string, unknown>): Promise<Identity> {
     const declared = o['actor'];
-    if (declared === undefined) return identity.participant_id;
+    if (declared === undefined) return identity;
     if (typeof declared !== 'string' || declared.trim() === '')
       throw new CouncilError('SCHEMA_VIOLATION', 'must be a non-empty string', 'actor');
-    return (await this.context.actAs(identity, declared, 'actor')).participant_id;
+    return this.context.actAs(identity, declared, 'actor');
   }
+}
+
+/** The RunStarted a StartRun decided (always its first event). */
+function started(events: CouncilEvent[]): RunStarted {
+  const first = events.find((e): e is RunStarted => e.type === E.RunStarted);
+  if (!first) throw new CouncilError('INTERNAL', 'StartRun decided no RunStarted');
+  return first;
 }

@@ -1,17 +1,17 @@
 import { Controller, UseFilters } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
-import { AcpError } from '@conclave/acp-protocol';
-import { CouncilError, memberApiSchemas, RUN_RECORD_SCHEMAS } from '@conclave/council-protocol';
+import { memberApiSchemas, RUN_RECORD_SCHEMAS } from '@conclave/council-protocol';
 import { COUNCIL_COMMANDS, okReply, PassThroughRpcExceptionFilter, PlainNatsContext } from '@conclave/messaging';
 import { CommandContext, Identity, RejectionRecorder } from '@conclave/service-kit';
 import { CouncilCommands, declaredActor } from './council-commands';
+import { answerCouncilCommand } from './council-edge';
 
 /**
  * The Council's NATS API (DESIGN section 5 plus extensions): plain JSON in, `{ok, ...}` out.
  * Every command is authenticated first, exactly as ACP commands are (CommandContext: Ed25519
- * signature or JWT by a registered participant when authentication is required); an
- * authentication or identity refusal is recorded for the audit log and mapped by the transport.
- * A CouncilError becomes `{ok: false, error: {code, message, field?}}` here; anything else is INTERNAL.
+ * signature or JWT by a registered participant when authentication is required); every typed
+ * refusal is recorded for the audit log (answerCouncilCommand). An AcpError is mapped by the
+ * transport, a CouncilError becomes `{ok: false, error: {code, message, field?}}`; anything else is INTERNAL.
  */
 @Controller()
 @UseFilters(PassThroughRpcExceptionFilter)
@@ -57,29 +57,21 @@ export class CouncilController {
 
   /**
    * The member API's JSON Schemas (each stage's task and answer, the answer message, the verdict,
-   * the cancel notice) and the RunRecord schema of each level. Public: no run data, so no
-   * authentication (members do not sign).
+   * the cancel notice) and the RunRecord schema of each level. Public: it holds no run data, so it
+   * needs no authentication (a member reads it before it answers; its answers are signed).
    */
   @MessagePattern(COUNCIL_COMMANDS.schemas)
   onSchemas() {
     return okReply({ schemas: { ...memberApiSchemas(), run_record: RUN_RECORD_SCHEMAS } });
   }
 
-  private async run<T extends object>(
+  private run<T extends object>(
     command: string,
     body: unknown,
     request: PlainNatsContext,
     declared: string | undefined,
     handle: (identity: Identity) => Promise<T>,
   ) {
-    let identity: Identity | undefined;
-    try {
-      identity = await this.context.authenticate(request, declared);
-      return okReply(await handle(identity));
-    } catch (err) {
-      if (err instanceof CouncilError) return { ok: false as const, error: err.toJSON() };
-      if (err instanceof AcpError) await this.rejections.record(command, request, body, err, identity);
-      throw err;
-    }
+    return answerCouncilCommand({ context: this.context, rejections: this.rejections }, command, body, request, declared, handle);
   }
 }

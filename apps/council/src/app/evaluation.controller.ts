@@ -1,16 +1,16 @@
 import { Controller, UseFilters } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
-import { AcpError } from '@conclave/acp-protocol';
-import { CouncilError } from '@conclave/council-protocol';
-import { COUNCIL_COMMANDS, okReply, PassThroughRpcExceptionFilter, PlainNatsContext } from '@conclave/messaging';
+import { COUNCIL_COMMANDS, PassThroughRpcExceptionFilter, PlainNatsContext } from '@conclave/messaging';
 import { CommandContext, Identity, RejectionRecorder } from '@conclave/service-kit';
 import { declaredActor } from './council-commands';
+import { answerCouncilCommand } from './council-edge';
 import { EvaluationCommands } from './evaluation-commands';
 
 /**
  * The council:L4 and L5 subjects: structured outcomes, and the evaluation read models. Every
  * command is authenticated first, as on the other Council subjects (signed or JWT when
- * authentication is required); a CouncilError becomes `{ok: false, error}`.
+ * authentication is required); every typed refusal is recorded for the audit log, and a
+ * CouncilError becomes `{ok: false, error}` (answerCouncilCommand).
  */
 @Controller()
 @UseFilters(PassThroughRpcExceptionFilter)
@@ -46,20 +46,14 @@ export class EvaluationController {
     return this.run('council.capability.concentration', body, request, () => this.commands.concentration(body));
   }
 
-  private async run<T extends object>(
-    command: string,
-    body: unknown,
-    request: PlainNatsContext,
-    handle: (identity: Identity) => Promise<T>,
-  ) {
-    let identity: Identity | undefined;
-    try {
-      identity = await this.context.authenticate(request, declaredActor(body));
-      return okReply(await handle(identity));
-    } catch (err) {
-      if (err instanceof CouncilError) return { ok: false as const, error: err.toJSON() };
-      if (err instanceof AcpError) await this.rejections.record(command, request, body, err, identity);
-      throw err;
-    }
+  private run<T extends object>(command: string, body: unknown, request: PlainNatsContext, handle: (identity: Identity) => Promise<T>) {
+    return answerCouncilCommand(
+      { context: this.context, rejections: this.rejections },
+      command,
+      body,
+      request,
+      declaredActor(body),
+      handle,
+    );
   }
 }

@@ -1,5 +1,4 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { AcpError } from '@conclave/acp-protocol';
 import type { LogEvent } from '@conclave/event-log';
 import { ensureStream } from '@conclave/messaging';
 import { AUTH_HEADERS, initialParticipantState } from '@conclave/registry-protocol';
@@ -60,7 +59,13 @@ export class RejectionRecorder {
     @Inject(IDS) private readonly ids: IdGenerator,
   ) {}
 
-  async record(command: string, request: CommandRequest | undefined, body: unknown, error: AcpError, identity?: Identity): Promise<void> {
+  async record(
+    command: string,
+    request: CommandRequest | undefined,
+    body: unknown,
+    error: TypedRefusal,
+    identity?: Identity,
+  ): Promise<void> {
     // A flood is audited by its first refusal, not one entry per message.
     if (error instanceof RateLimitedError && error.repeat) return;
     const claimed = request?.getHeaders()?.get(AUTH_HEADERS.participant) || undefined;
@@ -113,7 +118,15 @@ function boundedId(value: unknown): string | null {
   return typeof value === 'string' && value.length > 0 && value.length <= MAX_ID ? value : null;
 }
 
-function boundedError(error: AcpError): CommandRejected['data']['error'] {
+/**
+ * A refusal with a stable code, as the ACP API (AcpError) and the Council library (CouncilError)
+ * both put it on the wire: what an audit entry keeps of it.
+ */
+export interface TypedRefusal {
+  toJSON(): { code: string; message: string; field?: string };
+}
+
+function boundedError(error: TypedRefusal): CommandRejected['data']['error'] {
   const { code, message, field } = error.toJSON();
   return { code, message: message.slice(0, MAX_MESSAGE), ...(field !== undefined ? { field: field.slice(0, MAX_ID) } : {}) };
 }

@@ -1,0 +1,271 @@
+import { createHash } from 'node:crypto';
+import { acpStreamNames } from '@conclave/messaging';
+import { ed25519Signer } from '@conclave/sdk';
+import { cleanBehaviour, scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk/testing';
+import { headers as natsHeaders } from 'nats';
+import { eventually, SecureConclaveHarness } from '../support/conclave-harness';
+import { CouncilDecisionCollector } from '../support/council-harness';
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+interface Reply {
+  ok: boolean;
+  error?: { code: string; field?: string; message?: string };
+  [key: string]: unknown;
+}
+
+/**
+ * The Council's write paths and run reads attacked with CONCLAVE_AUTH_MODE=required: starting a
+ * council in a domain without a grant (on `council.v1.start`, and through an ACP proposal in a
+ * domain it may propose in whose GoalContract names another), with a panel the registry does not
+ * know, a decision owner sitting on its own
+ * panel reading rivals' candidates mid-run, and a refused Council command missing from the audit
+ * chain. Each attack is refused with its typed code, and nothing changed: no run, no task queued,
+ * nothing disclosed in the reply.
+ *
+ * Registry: alice (grant on risk), mallory (grant on ops only), and one panel per test, each
+ * registered; `ghost` is not.
+ */
+describe('Council security: who may start a council, who reads it mid-run, and every refusal audited (authentication required, over NATS)', () => {
+  const h = new SecureConclaveHarness();
+  const prefix = `c${h.prefix}`;
+  const council = (pattern: string) => `${prefix}.${pattern}`;
+  const members: ScriptedMember[] = [];
+  let decisions: CouncilDecisionCollector;
+
+  const panelOf = (tag: string) => ({ proposers: ['builder', 'skeptic', 'operator'].map((l) => `${tag}-${l}`), chair: `${tag}-chair` });
+  const idsOf = (p: { proposers: string[]; chair: string }) => [...p.proposers, p.chair];
+  const attackPanel = panelOf('atk');
+  const ownerPanel = { proposers: ['alice', 'ow-skeptic', 'ow-operator'], chair: 'ow-chair' };
+  const pem = (id: string): string => {
+    const key = h.keys.get(id);
+    if (!key) throw new Error(`no key seeded for ${id}`);
+    return key.privateKeyPem;
+  };
+  const goal = (owner: string, domain: string, id = 'gc-001') =>
+    scriptedGoalContract({ goal_contract_id: id, decision_owner: owner, domain });
+
+  beforeAll(async () => {
+    await h.start('intake', 'audit', 'council');
+    await h.seed([
+      { participant_id: 'alice', grants: [{ domain: 'risk', domain_authority: 0.9, trust_score: 0.9 }] },
+      { participant_id: 'mallory', grants: [{ domain: 'ops', domain_authority: 0.5, trust_score: 0.5 }] },
+      ...[...idsOf(attackPanel), ...idsOf(panelOf('legit')), ...idsOf(panelOf('int')), ...idsOf(ownerPanel).slice(1)].map(
+        (participant_id) => ({ participant_id }),
+      ),
+    ]);
+    decisions = await CouncilDecisionCollector.open(h, acpStreamNames(h.run).councilDecisions);
+  });
+
+  afterAll(async () => {
+    await Promise.all(members.map((m) => m.stop()));
+    await decisions?.close();
+    const jsm = await h.nc.jetstreamManager();
+    await jsm.streams.delete(`KV_${h.env['CONCLAVE_EVENT_STREAM']}_COUNCIL_LEASES`).catch(() => undefined);
+    await h.stop();
+  });
+
+  /** A request signed by `id` (Ed25519 headers): the reply as parsed and as sent, and the body's hash (as audited). */
+  async function signed(id: string, subject: string, body: unknown): Promise<{ reply: Reply; text: string; hash: string }> {
+    const bytes = encoder.encode(JSON.stringify(body));
+    const headers = natsHeaders();
+    for (const [k, v] of Object.entries(ed25519Signer(id, pem(id))(subject, bytes))) headers.set(k, v);
+    const m = await h.nc.request(subject, bytes, { timeout: 15_000, headers });
+    const text = decoder.decode(m.data);
+    return { reply: JSON.parse(text) as Reply, text, hash: createHash('sha256').update(bytes).digest('hex') };
+  }
+
+  /** Seats panel members who sign their answers; their reviews wait for `gate` when one is given. */
+  function seat(ids: string[], gate?: Promise<void>, reviewing?: () => void) {
+    for (const id of ids)
+      members.push(
+        new ScriptedMember(
+          h.nc,
+          id,
+          cleanBehaviour({ hold: (t) => (gate && t.stage === 'review' ? (reviewing?.(), gate) : undefined) }),
+          prefix,
+          ed25519Signer(id, pem(id)),
+        ).start(),
+      );
+  }
+
+  /** Tasks queued for these members on the COUNCIL_TASKS stream (nobody consumes the attack panel's queues). */
+  async function queuedFor(ids: string[]): Promise<number> {
+    const jsm = await h.nc.jetstreamManager();
+    const info = await jsm.streams.info(acpStreamNames(h.run).councilTasks, { subjects_filter: `${prefix}.v1.tasks.>` });
+    const subjects = (info.state.subjects ?? {}) as Record<string, number>;
+    return ids.reduce((n, id) => n + (subjects[`${prefix}.v1.tasks.${id}`] ?? 0), 0);
+  }
+
+  async function expectNoRun(runId: string, reader: string) {
+    const get = await signed(reader, council('v1.get'), { run_id: runId });
+    expect(get.reply).toMatchObject({ ok: false, error: { code: 'RUN_NOT_FOUND' } });
+  }
+
+  it('given mallory with a grant on ops only, when she starts a council in domain risk, then FORBIDDEN naming goal_contract.domain, audited, no run and no task queued; alice, granted on risk, starts the same council', async () => {
+    const runId = `atk_${h.run}`;
+    const start = await signed('mallory', council('v1.start'), {
+      run_id: runId,
+      goal_contract: goal('mallory', 'risk'),
+      panel: scriptedPanel(attackPanel),
+      policy: { stage_timeout_ms: 10_000 },
+    });
+    expect(start.reply).toMatchObject({ ok: false, error: { code: 'FORBIDDEN', field: 'goal_contract.domain' } });
+    expect(start.reply['run_id']).toBeUndefined();
+    await expectNoRun(runId, 'mallory');
+    expect(await queuedFor(idsOf(attackPanel))).toBe(0);
+    await eventually(
+      async () => {
+        const found = await h.auditEntries({ actor: 'mallory', action: 'rejected:council.start' });
+        return found.some((e) => e.error?.code === 'FORBIDDEN') ? found : undefined;
+      },
+      10_000,
+      'the refused start audited',
+    );
+
+    const legit = panelOf('legit');
+    seat(idsOf(legit));
+    const ok = await signed('alice', council('v1.start'), {
+      run_id: `legit_${h.run}`,
+      goal_contract: goal('alice', 'risk'),
+      panel: scriptedPanel(legit),
+      policy: { stage_timeout_ms: 10_000 },
+    });
+    expect(ok.reply).toMatchObject({ ok: true, run_id: `legit_${h.run}` });
+    expect((await decisions.waitFor(`legit_${h.run}`)).terminal_state).toMatch(/^decided/);
+  }, 40_000);
+
+  it('given a panel naming a participant the registry does not know, when alice starts her council, then UNKNOWN_REFERENCE naming panel, and no run and no task for anyone', async () => {
+    const runId = `ghost_${h.run}`;
+    const panel = { proposers: ['atk-builder', 'atk-skeptic', 'ghost'], chair: 'atk-chair' };
+    const start = await signed('alice', council('v1.start'), {
+      run_id: runId,
+      goal_contract: goal('alice', 'risk'),
+      panel: scriptedPanel(panel),
+      policy: { stage_timeout_ms: 10_000 },
+    });
+    expect(start.reply).toMatchObject({ ok: false, error: { code: 'UNKNOWN_REFERENCE', field: 'panel' } });
+    expect(start.reply.error?.message).toContain('ghost');
+    await expectNoRun(runId, 'alice');
+    expect(await queuedFor(idsOf(panel))).toBe(0);
+  });
+
+  it("given mallory's ACP proposal in ops asking for a council whose GoalContract names domain risk, when the council service reacts, then the start is refused NOT_AUTHORIZED_ROLE at goal_contract.domain in her name on the audit chain, and no run and no task exist", async () => {
+    const mallory = await h.clientFor('mallory');
+    const { proposal, run_id: runId } = await mallory.requestDeliberation({
+      domain: 'ops',
+      author: 'mallory',
+      quorum: 2,
+      goal_contract: { ...goal('mallory', 'risk', 'gc-acp') },
+      panel: scriptedPanel(attackPanel),
+      policy: { stage_timeout_ms: 10_000 },
+    });
+    const refused = await eventually(
+      async () => {
+        const found = await h.auditEntries({ proposal_id: proposal.proposal_id, action: 'rejected:council.acp.start-run' });
+        return found.length > 0 ? found : undefined;
+      },
+      15_000,
+      'the refused deliberation request audited',
+    );
+    expect(refused).toEqual([
+      expect.objectContaining({
+        actor: 'mallory',
+        outcome: 'rejected',
+        authenticated: true,
+        error: expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'goal_contract.domain' }),
+      }),
+    ]);
+    await expectNoRun(runId, 'mallory');
+    expect(await queuedFor(idsOf(attackPanel))).toBe(0);
+  }, 30_000);
+
+  it("given alice, the decision owner, sitting on her own council's panel, when she reads the run mid-run, then NOT_AUTHORIZED_ROLE and no candidate or author id in the reply; once it ended she reads the owner's copy with the mapping", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let reviewing!: () => void;
+    const reviewsIssued = new Promise<void>((r) => (reviewing = r));
+    seat(idsOf(ownerPanel), gate, reviewing);
+    const runId = `owner_${h.run}`;
+    const start = await signed('alice', council('v1.start'), {
+      run_id: runId,
+      goal_contract: goal('alice', 'risk'),
+      panel: scriptedPanel(ownerPanel),
+      policy: { stage_timeout_ms: 20_000 },
+    });
+    expect(start.reply).toMatchObject({ ok: true, run_id: runId });
+    // The proposals are in: every candidate, with its author, is in the log.
+    await reviewsIssued;
+
+    const read = await signed('alice', council('v1.get'), { run_id: runId });
+    expect(read.reply).toMatchObject({ ok: false, error: { code: 'NOT_AUTHORIZED_ROLE', field: 'run_id' } });
+    expect(read.reply['run_record']).toBeUndefined();
+    for (const secret of ['ow-skeptic', 'ow-operator', 'Migrate in two phases']) expect(read.text).not.toContain(secret);
+
+    release();
+    expect((await decisions.waitFor(runId)).terminal_state).toMatch(/^decided/);
+    const ended = await signed('alice', council('v1.get'), { run_id: runId });
+    const record = ended.reply['run_record'] as { anonymization: { mapping: unknown[] } };
+    expect(record.anonymization.mapping).toHaveLength(3);
+  }, 40_000);
+
+  it("given alice's running council, when mallory interrupts it, reads it or records a structured outcome of it, then each is refused with its Council code, the run goes on to its decision, and the audit chain holds each refusal with her as the actor", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const panel = panelOf('int');
+    seat(idsOf(panel), gate);
+    const runId = `int_${h.run}`;
+    const start = await signed('alice', council('v1.start'), {
+      run_id: runId,
+      goal_contract: goal('alice', 'risk'),
+      panel: scriptedPanel(panel),
+      policy: { stage_timeout_ms: 20_000 },
+    });
+    expect(start.reply).toMatchObject({ ok: true, run_id: runId });
+
+    const interrupt = await signed('mallory', council('v1.interrupt'), { run_id: runId, reason: 'stop', actor: 'mallory' });
+    expect(interrupt.reply).toMatchObject({ ok: false, error: { code: 'NOT_AUTHORIZED_ROLE', field: 'actor' } });
+    const entries = await eventually(
+      async () => {
+        const found = await h.auditEntries({ actor: 'mallory', action: 'rejected:council.interrupt' });
+        return found.length > 0 ? found : undefined;
+      },
+      10_000,
+      'the refused interrupt audited',
+    );
+    expect(entries).toEqual([
+      expect.objectContaining({
+        actor: 'mallory',
+        outcome: 'rejected',
+        authenticated: true,
+        error: expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'actor' }),
+      }),
+    ]);
+
+    // A read (council.controller) and a structured outcome (evaluation.controller) refused by the run: audited the same way.
+    const read = await signed('mallory', council('v1.get'), { run_id: runId });
+    expect(read.reply).toMatchObject({ ok: false, error: { code: 'NOT_AUTHORIZED_ROLE' } });
+    const outcome = await signed('mallory', council('v1.outcome.record'), { run_id: runId, outcome: { outcome_id: 'o-mallory' } });
+    expect(outcome.reply.ok).toBe(false);
+    for (const [action, refused] of [
+      ['rejected:council.get', read],
+      ['rejected:council.outcome.record', outcome],
+    ] as const) {
+      const entry = await eventually(
+        async () => (await h.auditEntries({ actor: 'mallory', action })).find((e) => e.payload_hash === refused.hash),
+        10_000,
+        `${action} audited`,
+      );
+      expect(entry).toMatchObject({ outcome: 'rejected', authenticated: true, error: { code: refused.reply.error?.code } });
+    }
+
+    release();
+    const decided = await decisions.waitFor(runId);
+    expect(decided.terminal_state).toMatch(/^decided/);
+    const record = (await signed('alice', council('v1.get'), { run_id: runId })).reply['run_record'] as {
+      terminal: { reason: string };
+    };
+    expect(record.terminal.reason).not.toBe('human-interrupt');
+  }, 40_000);
+});
