@@ -51,9 +51,13 @@ describe('Council security: who may start a council, who reads it mid-run, and e
     await h.seed([
       { participant_id: 'alice', grants: [{ domain: 'risk', domain_authority: 0.9, trust_score: 0.9 }] },
       { participant_id: 'mallory', grants: [{ domain: 'ops', domain_authority: 0.5, trust_score: 0.5 }] },
-      ...[...idsOf(attackPanel), ...idsOf(panelOf('legit')), ...idsOf(panelOf('int')), ...idsOf(ownerPanel).slice(1)].map(
-        (participant_id) => ({ participant_id }),
-      ),
+      ...[
+        ...idsOf(attackPanel),
+        ...idsOf(panelOf('legit')),
+        ...idsOf(panelOf('int')),
+        ...idsOf(panelOf('fa')),
+        ...idsOf(ownerPanel).slice(1),
+      ].map((participant_id) => ({ participant_id })),
     ]);
     decisions = await CouncilDecisionCollector.open(h, acpStreamNames(h.run).councilDecisions);
   });
@@ -267,5 +271,58 @@ describe('Council security: who may start a council, who reads it mid-run, and e
       terminal: { reason: string };
     };
     expect(record.terminal.reason).not.toBe('human-interrupt');
+  }, 40_000);
+
+  it("given alice's running council, when mallory answers fa-builder's task unsigned, signed as herself, or with fa-builder's name and her own key, then each is refused, the run goes on to its decision, and the audit chain holds each refusal", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const panel = panelOf('fa');
+    seat(idsOf(panel), gate);
+    const runId = `fa_${h.run}`;
+    const start = await signed('alice', council('v1.start'), {
+      run_id: runId,
+      goal_contract: goal('alice', 'risk'),
+      panel: scriptedPanel(panel),
+      policy: { stage_timeout_ms: 20_000 },
+    });
+    expect(start.reply).toMatchObject({ ok: true, run_id: runId });
+
+    const subject = council('v1.answers.fa-builder');
+    const answer = async (tag: string, signer?: ReturnType<typeof ed25519Signer>) => {
+      const bytes = encoder.encode(JSON.stringify({ run_id: runId, task_id: `task-${tag}`, ok: true, artifact: { position: tag } }));
+      const headers = natsHeaders();
+      for (const [k, v] of Object.entries(signer ? signer(subject, bytes) : {})) headers.set(k, v);
+      const m = await h.nc.request(subject, bytes, { timeout: 15_000, headers });
+      return { verdict: JSON.parse(decoder.decode(m.data)) as Reply, hash: createHash('sha256').update(bytes).digest('hex') };
+    };
+    const attempts = [
+      { ...(await answer('unsigned')), code: 'UNAUTHENTICATED', actor: 'anonymous', authenticated: false },
+      {
+        ...(await answer('as-mallory', ed25519Signer('mallory', pem('mallory')))),
+        code: 'FORBIDDEN',
+        actor: 'mallory',
+        authenticated: true,
+      },
+      {
+        ...(await answer('forged', ed25519Signer('fa-builder', pem('mallory')))),
+        code: 'UNAUTHENTICATED',
+        actor: 'fa-builder',
+        authenticated: false,
+      },
+    ];
+    for (const a of attempts) {
+      expect(a.verdict).toMatchObject({ ok: false, error: { code: a.code } });
+      const entry = await eventually(
+        async () => (await h.auditEntries({ action: 'rejected:council.answers' })).find((e) => e.payload_hash === a.hash),
+        10_000,
+        `the refused answer (${a.code}, as ${a.actor}) audited`,
+      );
+      expect(entry).toMatchObject({ actor: a.actor, outcome: 'rejected', authenticated: a.authenticated, error: { code: a.code } });
+    }
+
+    release();
+    expect((await decisions.waitFor(runId)).terminal_state).toMatch(/^decided/);
+    const record = (await signed('alice', council('v1.get'), { run_id: runId })).reply['run_record'] as { refusals: unknown[] };
+    expect(record.refusals).toEqual([]);
   }, 40_000);
 });

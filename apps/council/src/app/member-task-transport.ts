@@ -10,8 +10,8 @@ import {
   isReplyInbox,
 } from '@conclave/messaging';
 import { AcpError } from '@conclave/acp-protocol';
-import { CommandContext, NATS_CONNECTION, REQUEST_OBSERVER, SERVICE_CONFIG, tracingOn } from '@conclave/service-kit';
-import type { CommandRequest, RequestObserver } from '@conclave/service-kit';
+import { CommandContext, NATS_CONNECTION, RejectionRecorder, REQUEST_OBSERVER, SERVICE_CONFIG, tracingOn } from '@conclave/service-kit';
+import type { CommandRequest, Identity, RequestObserver } from '@conclave/service-kit';
 import { propagation } from '@opentelemetry/api';
 import { headers, Msg, MsgHdrs, NatsConnection, Subscription } from 'nats';
 import { CouncilConfig } from './council.config';
@@ -53,6 +53,7 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
     @Inject(SERVICE_CONFIG) private readonly config: CouncilConfig,
     private readonly context: CommandContext,
     @Inject(REQUEST_OBSERVER) private readonly observer: RequestObserver,
+    private readonly rejections: RejectionRecorder,
   ) {
     this.subjects = councilSubjects(config.councilPrefix);
     this.stream = acpStreamNames(config.streamSuffix).councilTasks;
@@ -145,14 +146,19 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
 
   private async verdictOf(msg: Msg, body: unknown, handle: AnswerHandler): Promise<MemberVerdict> {
     const memberId = msg.subject.split('.').pop() as string;
+    const request: CommandRequest = { getSubject: () => msg.subject, getRawBody: () => msg.data, getHeaders: () => msg.headers };
+    let identity: Identity | undefined;
     try {
       // The edge of the member API: an answer counts only from the member its subject names (a
       // signature by that member's key where authentication is required).
-      const request: CommandRequest = { getSubject: () => msg.subject, getRawBody: () => msg.data, getHeaders: () => msg.headers };
-      await this.context.actAs(await this.context.authenticate(request, memberId), memberId, 'member_id');
+      identity = await this.context.authenticate(request, memberId);
+      await this.context.actAs(identity, memberId, 'member_id');
       if (body === undefined) throw new CouncilError('SCHEMA_VIOLATION', 'the answer is not JSON');
       return await handle(memberId, body);
     } catch (err) {
+      // An answer refused at the edge (not from the member it names) goes to the audit log like
+      // any refused command; the run records its own refusals of the member's answers.
+      if (err instanceof AcpError) await this.rejections.record('council.answers', request, body, err, identity);
       if (err instanceof CouncilError || err instanceof AcpError) return { ok: false, retry: false, error: err.toJSON() };
       // Not the member's fault (the log is unavailable, the replica is stopping): answer again later.
       this.logger.warn(`answer from ${memberId} not handled: ${(err as Error).message}`);
