@@ -5,7 +5,14 @@ import { INestApplication } from '@nestjs/common';
 import { acpStreamNames } from '@conclave/messaging';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ConclaveClient, CouncilClient, ed25519Signer, generateParticipantKeys } from '@conclave/sdk';
-import { ScriptedBehaviour, ScriptedMember, scriptedGoalContract, scriptedPanel, valueConflictBehaviour } from '@conclave/sdk/testing';
+import {
+  ScriptedBehaviour,
+  ScriptedMember,
+  scriptedDescriptor,
+  scriptedGoalContract,
+  scriptedPanel,
+  valueConflictBehaviour,
+} from '@conclave/sdk/testing';
 import { headers as natsHeaders } from 'nats';
 import { loadConfig } from '@conclave/service-kit';
 import { AcpReactions } from '../../apps/council/src/app/acp-reactions';
@@ -326,6 +333,40 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     const owned = new CouncilClient(h.nc, prefix, { signer: ed25519Signer('carol', pem('carol')), timeoutMs: 15_000 });
     expect((await owned.get(runId)).acp_bridge).toBeUndefined();
     const { proposals } = await carol.list({ domain: 'ops', limit: 500 });
+    expect(proposals.filter((p) => (p.payload as { council?: { run_id?: string } }).council?.run_id === runId)).toEqual([]);
+  });
+
+  it('as an attacker: mallory, alone on the panel of the council she asks ACP for (proposer and chair, min_quorum 1, bridge quorum 1), gets no decision into ACP to endorse herself: the run decides, its post is refused NOT_AUTHORIZED_ROLE in her name, and nothing reaches ACP', async () => {
+    members.push(new ScriptedMember(h.nc, 'mallory', { score: () => 5 }, prefix, ed25519Signer('mallory', pem('mallory'))).start());
+    const mallory = await h.clientFor('mallory');
+    const { proposal: ask, run_id: runId } = await mallory.requestDeliberation({
+      domain: DOMAIN,
+      author: 'mallory',
+      quorum: 5,
+      goal_contract: {
+        ...scriptedGoalContract({ goal_contract_id: 'gc-solo', decision_owner: 'mallory', question: 'Pay mallory 1,000,000?' }),
+      },
+      panel: [scriptedDescriptor('mallory', 'builder', ['proposer', 'chair'])],
+      policy: { stage_timeout_ms: 5_000, min_quorum: 1 },
+      bridge: { quorum: 1 },
+    });
+    expect((await councilDecisions.waitFor(runId)).terminal_state).toMatch(/^decided/);
+    const refused = await eventually(
+      async () => {
+        const found = await h.auditEntries({ proposal_id: ask.proposal_id, action: 'rejected:council.acp.bridge' });
+        return found.length > 0 ? found : undefined;
+      },
+      15_000,
+      'the refused post audited',
+    );
+    expect(refused[0]).toMatchObject({
+      actor: 'mallory',
+      outcome: 'rejected',
+      error: { code: 'NOT_AUTHORIZED_ROLE', field: 'goal_contract.decision_owner' },
+    });
+    const owned = new CouncilClient(h.nc, prefix, { signer: ed25519Signer('mallory', pem('mallory')), timeoutMs: 15_000 });
+    expect((await owned.get(runId)).acp_bridge).toBeUndefined();
+    const { proposals } = await mallory.list({ domain: DOMAIN, limit: 500 });
     expect(proposals.filter((p) => (p.payload as { council?: { run_id?: string } }).council?.run_id === runId)).toEqual([]);
   });
 

@@ -9,7 +9,7 @@ import { buildRunRecord } from './run-record';
 import { validateRunRecord } from './single-agent-council';
 import { CouncilRunState, StartedRun, evolveRun, foldRun } from './state';
 import { CouncilTaskRequest } from './controller';
-import { T0, at, conflictMapFor, defaultBehaviour, drive, goalContract, startCommand } from '../testing/council-fixtures';
+import { T0, at, conflictMapFor, defaultBehaviour, drive, goalContract, panel, startCommand } from '../testing/council-fixtures';
 
 const OWNER = 'human-owner';
 const SERVICE = 'council-service';
@@ -117,6 +117,26 @@ describe('the bridge to ACP: entries posted by the council service for the owner
   it('given a value-choice run, when the bridge says it is not escalated, then INVALID_STATE (escalated exactly when a choice is open)', () => {
     const run = valueChoiceRun();
     expect(refusal(() => decide(bridge(bridged(false)), run))).toEqual({ code: 'INVALID_STATE', field: 'escalated' });
+  });
+
+  it('given a decided run whose decision owner sat on its panel (as a proposer, or as its chair), when its decision is bridged, then NOT_AUTHORIZED_ROLE at goal_contract.decision_owner: no entries, no DecisionBridged (5.3)', () => {
+    for (const seat of ['member-builder-01', 'member-chair-01']) {
+      const owner = seat;
+      const run = drive(
+        { ...startCommand({ goal: goalContract({ decision_owner: owner }), panel: panel() }), actor: owner } as CouncilCommand,
+        defaultBehaviour(),
+      ).state as StartedRun;
+      expect(run.status === 'terminated' && run.decision).toBeTruthy();
+      const ids = { observation_id: OBSERVATION_ID, proposal_id: PROPOSAL_ID };
+      expect(refusal(() => acpBridgeEntries(run, ids, { quorum: 1 }, { author: SERVICE, requested_by: owner }))).toEqual({
+        code: 'NOT_AUTHORIZED_ROLE',
+        field: 'goal_contract.decision_owner',
+      });
+      expect(refusal(() => decide(bridge({ ...bridged(false), requested_by: owner }), run))).toEqual({
+        code: 'NOT_AUTHORIZED_ROLE',
+        field: 'goal_contract.decision_owner',
+      });
+    }
   });
 
   it('given a recorded bridge, when the same post is recorded again, then nothing is appended; another post of the run is refused', () => {

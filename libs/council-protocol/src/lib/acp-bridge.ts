@@ -101,6 +101,22 @@ function bridgeableDecision(run: StartedRun) {
   return { decision, terminal: run.terminal };
 }
 
+/**
+ * RFC 5.3 carried into ACP: a run whose decision owner deliberated in it (on its panel, or as a
+ * chair) is not posted. ACP takes the entries from the council service as their author, so the
+ * owner could otherwise endorse, alone, a decision it helped write: an author's own vote, under
+ * another name. NOT_AUTHORIZED_ROLE at `goal_contract.decision_owner`.
+ */
+export function requireOwnerApartFromPanel(run: StartedRun): void {
+  const owner = run.goal_contract.decision_owner;
+  if (run.panel.some((m) => m.member_id === owner) || run.chair_order.includes(owner))
+    throw new CouncilError(
+      'NOT_AUTHORIZED_ROLE',
+      `${owner}, the decision owner, sat on the panel: its decision is not posted to ACP, where ${owner} could approve what it helped write (RFC 5.3)`,
+      'goal_contract.decision_owner',
+    );
+}
+
 /** Does posting this run ask ACP for an escalation to its owner (an open value choice)? */
 export function bridgeEscalates(run: StartedRun): boolean {
   return run.status === 'terminated' && run.terminal.terminal_state === 'needs-human-value-choice' && run.value_choice === undefined;
@@ -118,6 +134,7 @@ export function acpBridgeEntries(
   parties: AcpBridgeParties,
 ): AcpBridgeEntries {
   const { decision, terminal } = bridgeableDecision(run);
+  requireOwnerApartFromPanel(run);
   const checked = parseAcpBridgeOptions(options);
   const domain = runDomain(run.goal_contract);
   const owner = run.goal_contract.decision_owner;

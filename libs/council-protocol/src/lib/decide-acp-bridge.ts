@@ -1,4 +1,4 @@
-import { bridgeEscalates, valueChoiceOwners } from './acp-bridge';
+import { bridgeEscalates, requireOwnerApartFromPanel, valueChoiceOwners } from './acp-bridge';
 import { RecordDecisionBridge, ResolveValueChoice } from './commands';
 import { unresolvedValueConflicts } from './conflict-map';
 import { COUNCIL_EVENT_TYPES as E } from './contracts';
@@ -33,6 +33,7 @@ export function decideRecordDecisionBridge(command: RecordDecisionBridge, state:
     throw new CouncilError('INVALID_STATE', 'only an ended run with a DecisionRecord is posted to ACP', 'run_id');
   if (b.requested_by !== run.goal_contract.decision_owner)
     throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the decision owner posts its decision to ACP', 'requested_by');
+  requireOwnerApartFromPanel(run);
   if (b.authorised_by.kind === 'acp-origin' && b.authorised_by.proposal_id !== run.acp_origin?.proposal_id)
     throw new CouncilError('UNKNOWN_REFERENCE', 'the run was not started by that ACP proposal', 'authorised_by.proposal_id');
   if (b.domain !== runDomain(run.goal_contract))
