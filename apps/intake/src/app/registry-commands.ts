@@ -19,6 +19,7 @@ export class RegistryCommands {
 
   register(body: unknown, who: Identity) {
     const b = this.admin(body, who);
+    this.requireKeyUnused(b['public_key'], b['participant_id']);
     return this.run(REGISTRY_COMMAND_TYPES.RegisterParticipant, who, {
       participant_id: str(b, 'participant_id'),
       roles: b['roles'],
@@ -28,8 +29,10 @@ export class RegistryCommands {
     });
   }
 
-  update(body: unknown, who: Identity) {
+  async update(body: unknown, who: Identity) {
     const b = this.admin(body, who);
+    const roles = b['roles'];
+    if (Array.isArray(roles) && !roles.includes('administrator')) await this.requireAnotherAdministrator(str(b, 'participant_id'), 'roles');
     return this.run(REGISTRY_COMMAND_TYPES.UpdateParticipant, who, {
       participant_id: str(b, 'participant_id'),
       roles: b['roles'],
@@ -49,6 +52,7 @@ export class RegistryCommands {
     const id = str(b, 'participant_id');
     const own = id === who.participant_id;
     if (!own) this.context.requireRole(who, 'administrator');
+    this.requireKeyUnused(b['public_key'], id);
     const effectiveAt = own ? new Date(Date.parse(this.context.now()) + this.config.keyRotationCooldownMs).toISOString() : undefined;
     const result = await this.run(REGISTRY_COMMAND_TYPES.RotateKey, who, {
       participant_id: id,
@@ -103,8 +107,9 @@ export class RegistryCommands {
     return this.run(REGISTRY_COMMAND_TYPES.RevokeGrant, who, { participant_id: str(b, 'participant_id'), domain: str(b, 'domain') });
   }
 
-  deactivate(body: unknown, who: Identity) {
+  async deactivate(body: unknown, who: Identity) {
     const b = this.admin(body, who);
+    await this.requireAnotherAdministrator(str(b, 'participant_id'), 'participant_id');
     return this.run(REGISTRY_COMMAND_TYPES.DeactivateParticipant, who, {
       participant_id: str(b, 'participant_id'),
       reason: optional(b, 'reason'),
@@ -124,6 +129,35 @@ export class RegistryCommands {
     this.context.requireRole(who, 'administrator');
     const now = this.context.now();
     return { participants: this.directory.list().map((p) => settleRotation(p, now)) };
+  }
+
+  /**
+   * One public key, one participant: a key another participant holds (active, pending, rotated out
+   * or revoked) is refused, so no key ever authenticates as two participants, nor lets one claim
+   * another signed in its name. The registry's list follows the log: a key registered a moment ago
+   * elsewhere may not be seen yet. The other participant is not named.
+   */
+  private requireKeyUnused(publicKey: unknown, participantId: unknown): void {
+    if (typeof publicKey !== 'string') return;
+    if (this.directory.list().some((p) => p.participant_id !== participantId && p.keys.some((k) => k.public_key === publicKey))) {
+      throw new AcpError('CONFLICT', 'this public key is already registered to another participant', 'public_key');
+    }
+  }
+
+  /**
+   * The registry keeps an active administrator: the last one can neither drop the role nor be
+   * deactivated (CONFLICT), since nobody could then register, grant or recover, and the bootstrap
+   * setting only creates an administrator that is not registered yet. Two administrators demoting
+   * each other at the same instant can still both succeed: the list is read, not locked.
+   */
+  private async requireAnotherAdministrator(participantId: string, field: string): Promise<void> {
+    const target = await this.directory.load(participantId);
+    if (target.status !== 'active' || !target.participant.roles.includes('administrator')) return;
+    for (const p of this.directory.list()) {
+      if (p.participant_id === participantId || !p.roles.includes('administrator')) continue;
+      if ((await this.directory.load(p.participant_id)).status === 'active') return;
+    }
+    throw new AcpError('CONFLICT', `${participantId} is the last active administrator: make another administrator first`, field);
   }
 
   private admin(body: unknown, who: Identity): Body {
