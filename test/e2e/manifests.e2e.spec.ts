@@ -197,6 +197,34 @@ describe('the Kubernetes manifests (deploy/k8s), rendered as kustomize does', ()
     );
   });
 
+  it('given the network policies, then every service pod takes HTTP only from namespaces labelled for scraping, and the escalation desk also from those labelled for ingress; NATS pods are not selected by them', () => {
+    const ingressOf = (name: string) => {
+      const s = spec(find('NetworkPolicy', name));
+      expect(s['policyTypes']).toEqual(['Ingress']);
+      return { selector: s['podSelector'], rules: s['ingress'] };
+    };
+    const onlyFrom = (label: string) => [
+      { from: [{ namespaceSelector: { matchLabels: { [label]: 'true' } } }], ports: [{ port: 'http', protocol: 'TCP' }] },
+    ];
+    expect(ingressOf('conclave-services-http')).toEqual({
+      selector: { matchLabels: { 'app.kubernetes.io/component': 'service' } },
+      rules: onlyFrom('conclave.dev/scrape'),
+    });
+    expect(ingressOf('conclave-escalation-ingress')).toEqual({
+      selector: { matchLabels: { 'app.kubernetes.io/name': 'escalation' } },
+      rules: onlyFrom('conclave.dev/ingress'),
+    });
+    for (const name of Object.keys(SERVICES)) {
+      const deployment = find('Deployment', name);
+      const template = spec(deployment)['template'] as { metadata: { labels: Record<string, string> }; spec: { containers: Container[] } };
+      // The policy's selector picks every service pod, and its named port is the one the service listens on.
+      expect(template.metadata.labels['app.kubernetes.io/component']).toBe('service');
+      expect(template.spec.containers[0].ports?.map((p) => p.name)).toContain('http');
+    }
+    const nats = find('StatefulSet', 'nats') as { spec: { template: { metadata: { labels: Record<string, string> } } } } | undefined;
+    expect(nats?.spec.template.metadata.labels['app.kubernetes.io/component']).not.toBe('service');
+  });
+
   it('given the council Deployment, then it posts to ACP as its own participant: its key comes from the Secret conclave-council-key, mounted read-only where CONCLAVE_COUNCIL_KEY_FILE points and readable by its user only through its group', () => {
     const deployment = find('Deployment', 'council');
     const pod = (spec(deployment)['template'] as { spec: Record<string, any> }).spec;
