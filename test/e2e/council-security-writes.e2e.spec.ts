@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { acpStreamNames } from '@conclave/messaging';
+import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ed25519Signer } from '@conclave/sdk';
 import { cleanBehaviour, scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk/testing';
 import { headers as natsHeaders } from 'nats';
@@ -17,15 +18,16 @@ interface Reply {
 
 /**
  * The Council's write paths and run reads attacked with CONCLAVE_AUTH_MODE=required: starting a
- * council in a domain without a grant (on `council.v1.start`, and through an ACP proposal in a
- * domain it may propose in whose GoalContract names another), with a panel the registry does not
- * know, a decision owner sitting on its own
+ * council in a domain without a grant (on `council.v1.start`, in `general` when the GoalContract
+ * names no domain, and through an ACP proposal in a domain it may propose in whose GoalContract
+ * names another), with a panel the registry does not know or a deactivated member, a decision
+ * owner sitting on its own
  * panel reading rivals' candidates mid-run, and a refused Council command missing from the audit
  * chain. Each attack is refused with its typed code, and nothing changed: no run, no task queued,
  * nothing disclosed in the reply.
  *
  * Registry: alice (grant on risk), mallory (grant on ops only), and one panel per test, each
- * registered; `ghost` is not.
+ * registered; `ghost` is not; `dea-chair` is deactivated by its test.
  */
 describe('Council security: who may start a council, who reads it mid-run, and every refusal audited (authentication required, over NATS)', () => {
   const h = new SecureConclaveHarness();
@@ -56,6 +58,7 @@ describe('Council security: who may start a council, who reads it mid-run, and e
         ...idsOf(panelOf('legit')),
         ...idsOf(panelOf('int')),
         ...idsOf(panelOf('fa')),
+        ...idsOf(panelOf('dea')),
         ...idsOf(ownerPanel).slice(1),
       ].map((participant_id) => ({ participant_id })),
     ]);
@@ -155,6 +158,36 @@ describe('Council security: who may start a council, who reads it mid-run, and e
     expect(await queuedFor(idsOf(panel))).toBe(0);
   });
 
+  it('given a GoalContract that names no domain, when alice (grant on risk only, none on general) starts her council, then FORBIDDEN naming goal_contract.domain: the run would be in general; no run and no task queued', async () => {
+    const runId = `nodomain_${h.run}`;
+    const start = await signed('alice', council('v1.start'), {
+      run_id: runId,
+      goal_contract: { ...goal('alice', 'risk', 'gc-nodomain'), domain: undefined }, // dropped by JSON.stringify
+      panel: scriptedPanel(attackPanel),
+      policy: { stage_timeout_ms: 10_000 },
+    });
+    expect(start.reply).toMatchObject({ ok: false, error: { code: 'FORBIDDEN', field: 'goal_contract.domain' } });
+    expect(start.reply.error?.message).toContain('no grant for domain general');
+    await expectNoRun(runId, 'alice');
+    expect(await queuedFor(idsOf(attackPanel))).toBe(0);
+  });
+
+  it('given a panel naming a deactivated participant, when alice starts her council, then UNKNOWN_REFERENCE naming panel, and no run and no task for anyone', async () => {
+    const panel = panelOf('dea');
+    await h.admin.call(REGISTRY_PATTERNS.deactivate, { participant_id: 'dea-chair', reason: 'left the panel' });
+    const runId = `dea_${h.run}`;
+    const start = await signed('alice', council('v1.start'), {
+      run_id: runId,
+      goal_contract: goal('alice', 'risk'),
+      panel: scriptedPanel(panel),
+      policy: { stage_timeout_ms: 10_000 },
+    });
+    expect(start.reply).toMatchObject({ ok: false, error: { code: 'UNKNOWN_REFERENCE', field: 'panel' } });
+    expect(start.reply.error?.message).toContain('dea-chair (deactivated)');
+    await expectNoRun(runId, 'alice');
+    expect(await queuedFor(idsOf(panel))).toBe(0);
+  });
+
   it("given mallory's ACP proposal in ops asking for a council whose GoalContract names domain risk, when the council service reacts, then the start is refused NOT_AUTHORIZED_ROLE at goal_contract.domain in her name on the audit chain, and no run and no task exist", async () => {
     const mallory = await h.clientFor('mallory');
     const { proposal, run_id: runId } = await mallory.requestDeliberation({
@@ -214,7 +247,7 @@ describe('Council security: who may start a council, who reads it mid-run, and e
     expect(record.anonymization.mapping).toHaveLength(3);
   }, 40_000);
 
-  it("given alice's running council, when mallory interrupts it, reads it or records a structured outcome of it, then each is refused with its Council code, the run goes on to its decision, and the audit chain holds each refusal with her as the actor", async () => {
+  it("given alice's running council, when mallory interrupts it, reads it or records a structured outcome of it, then each is refused with its Council code, the run goes on to its decision, and the audit chain holds each refusal with her as the actor; once decided, her outcome of it is refused for her role", async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const panel = panelOf('int');
@@ -250,8 +283,9 @@ describe('Council security: who may start a council, who reads it mid-run, and e
     // A read (council.controller) and a structured outcome (evaluation.controller) refused by the run: audited the same way.
     const read = await signed('mallory', council('v1.get'), { run_id: runId });
     expect(read.reply).toMatchObject({ ok: false, error: { code: 'NOT_AUTHORIZED_ROLE' } });
+    // Mid-run the run has no decision yet: refused before the recorder's role is looked at.
     const outcome = await signed('mallory', council('v1.outcome.record'), { run_id: runId, outcome: { outcome_id: 'o-mallory' } });
-    expect(outcome.reply.ok).toBe(false);
+    expect(outcome.reply).toMatchObject({ ok: false, error: { code: 'INVALID_STATE', field: 'run_id' } });
     for (const [action, refused] of [
       ['rejected:council.get', read],
       ['rejected:council.outcome.record', outcome],
@@ -269,9 +303,26 @@ describe('Council security: who may start a council, who reads it mid-run, and e
     expect(decided.terminal_state).toMatch(/^decided/);
     const record = (await signed('alice', council('v1.get'), { run_id: runId })).reply['run_record'] as {
       terminal: { reason: string };
+      decision_record: { decision_id: string };
     };
     expect(record.terminal.reason).not.toBe('human-interrupt');
-  }, 40_000);
+
+    // Once decided, a well-formed outcome of that decision by mallory: refused for her role, audited.
+    const decided_outcome = await signed('mallory', council('v1.outcome.record'), {
+      run_id: runId,
+      outcome: { outcome_id: 'o-mallory-2', decision_id: record.decision_record.decision_id, observed_at: new Date().toISOString() },
+    });
+    expect(decided_outcome.reply).toMatchObject({ ok: false, error: { code: 'NOT_AUTHORIZED_ROLE', field: 'recorded_by' } });
+    const entry = await eventually(
+      async () =>
+        (await h.auditEntries({ actor: 'mallory', action: 'rejected:council.outcome.record' })).find(
+          (e) => e.payload_hash === decided_outcome.hash,
+        ),
+      10_000,
+      'the refused outcome of the decided run audited',
+    );
+    expect(entry).toMatchObject({ outcome: 'rejected', authenticated: true, error: { code: 'NOT_AUTHORIZED_ROLE' } });
+  }, 60_000);
 
   it("given alice's running council, when mallory answers fa-builder's task unsigned, signed as herself, or with fa-builder's name and her own key, then each is refused, the run goes on to its decision, and the audit chain holds each refusal", async () => {
     let release!: () => void;

@@ -188,6 +188,8 @@ describe('security attacks: reads, human tokens, audit attribution, oversized re
     it('a token of a name the registry does not know: 401, nothing resolved', async () => {
       const r = await http('POST', `/escalations/${secretId}/resolve`, GHOST_TOKEN, { outcome: 'approved', note: 'ship it' });
       expect(r).toMatchObject({ status: 401, body: { error: { code: 'UNAUTHENTICATED' } } });
+      const still = await (await h.clientFor('alice')).escalation(secretId);
+      expect(still.escalation.status).toBe('open');
     });
 
     it('a resolver of ops resolving a risk escalation with a valid token: 403 FORBIDDEN, audited as carol, authenticated', async () => {

@@ -2,6 +2,7 @@ import { AUDIT_PATTERNS, AuditEntry } from '@conclave/registry-protocol';
 import { ed25519Signer } from '@conclave/sdk';
 import { headers as natsHeaders, nanos, StorageType } from 'nats';
 import { connect } from 'nats';
+import { createHash } from 'node:crypto';
 import { eventually, NATS_URL, SecureConclaveHarness } from '../support/conclave-harness';
 
 const SKEW_MS = 5_000;
@@ -30,7 +31,8 @@ describe('security attacks: replay after nonce expiry, forged rejection records'
 
   it('6. the nonce bucket is raised to the whole accepted window at start', async () => {
     const info = await (await h.nc.jetstreamManager()).streams.info(`KV_${h.env['CONCLAVE_EVENT_STREAM']}_NONCES`);
-    expect(info.config.max_age).toBeGreaterThanOrEqual(nanos(3 * SKEW_MS));
+    // 3 x skew + 1 s (nonceTtlMs): the signed window and a JWT's iat, rounded to whole seconds.
+    expect(info.config.max_age).toBe(nanos(3 * SKEW_MS + 1_000));
   });
 
   it('6. a captured propose replayed after the old nonce TTL, still inside the timestamp window: UNAUTHENTICATED, one proposal only', async () => {
@@ -86,8 +88,10 @@ describe('security attacks: replay after nonce expiry, forged rejection records'
       occurred_at: now(),
       data: { proposal_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV', payload_hash: 'f'.repeat(64) },
     };
-    await js.publish(subject, new TextEncoder().encode(JSON.stringify(forged)), { msgID: 'forged-1' });
-    await js.publish(subject, new TextEncoder().encode('this is not json'), { msgID: 'garbage-1' });
+    const forgedBytes = new TextEncoder().encode(JSON.stringify(forged));
+    const garbageBytes = new TextEncoder().encode('this is not json');
+    await js.publish(subject, forgedBytes, { msgID: 'forged-1' });
+    await js.publish(subject, garbageBytes, { msgID: 'garbage-1' });
     const malformed = await eventually(
       async () => {
         const found = await entries({ action: 'rejected:malformed-record' });
@@ -99,6 +103,9 @@ describe('security attacks: replay after nonce expiry, forged rejection records'
     expect(malformed.map((e) => e.outcome)).toEqual(['rejected', 'rejected']);
     expect(malformed[0].error?.message).toMatch(/type is not CommandRejected/);
     expect(malformed[1].error?.message).toMatch(/not UTF-8 JSON/);
+    // Each entry holds the hash of the bytes it was made of.
+    const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+    expect(malformed.map((e) => e.payload_hash)).toEqual([sha256(forgedBytes), sha256(garbageBytes)]);
     expect((await entries({ actor: 'mallory' })).filter((e) => e.outcome === 'recorded')).toEqual([]);
     // the feed still records real refusals after the garbage
     const unsigned = await h.nc.request(`${h.prefix}.v1.get`, new TextEncoder().encode('{"proposal_id":"01ARZ3NDEKTSV4RRFFQ69G5FAV"}'), {

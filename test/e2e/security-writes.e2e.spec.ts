@@ -11,7 +11,8 @@ const RISKPUB_TOKEN = 'riskpub-public-token-0123456789abcdefghij';
  * - a human resolver whose clearance does not cover a confidential escalation resolves it
  *   (the reply used to carry the payload, and the decision was taken blind);
  * - an agent with no grant on a domain links a proposal of that domain as a child (`depends_on`),
- *   so the parent's resolution would report the child's outcome to it.
+ *   so the parent's resolution would report the child's outcome to it;
+ * - an author classifies a proposal above her own clearance (she could not read it back).
  *
  * Each refusal is asserted with its code and field, and the state is checked unchanged.
  * Registry: alice and bob (confidential clearance, grant on risk), mallory (grant on ops only),
@@ -93,6 +94,25 @@ describe('security: write paths refuse what the signer may not read (authenticat
         payload: { deal: SECRET },
         resolution: { outcome: 'approved', trigger: 'manual' },
       });
+    });
+  });
+
+  describe('classifying a proposal needs a clearance that covers it', () => {
+    it('given alice (confidential clearance), when she submits a risk proposal classified restricted, then FORBIDDEN on classification and no proposal is recorded', async () => {
+      const alice = await h.clientFor('alice');
+      const proposal_id = ulid();
+      await expect(
+        alice.propose({
+          proposal_id,
+          domain: 'risk',
+          author: 'alice',
+          payload: { deal: SECRET },
+          quorum: 1,
+          created_at: now(),
+          classification: 'restricted',
+        }),
+      ).rejects.toMatchObject({ code: 'FORBIDDEN', field: 'classification' });
+      await expect(alice.get(proposal_id)).rejects.toMatchObject({ code: 'PROPOSAL_NOT_FOUND' });
     });
   });
 

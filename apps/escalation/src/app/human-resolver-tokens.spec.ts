@@ -86,6 +86,54 @@ describe('human tokens name registered participants', () => {
     expect(remembered.has('http:9')).toBe(true);
   });
 
+  it('given more sources than are remembered, then expired sources are forgotten first, then the oldest not locked out, and locked-out ones only when they alone fill the bound', async () => {
+    let clock = Date.parse('2026-01-01T00:00:00Z');
+    const now = jest.spyOn(Date, 'now').mockImplementation(() => clock);
+    // Which sources are remembered: no public view of it exists.
+    const remembered = (t: HumanResolverTokens) => (t as unknown as { failures: Map<string, number[]> }).failures;
+    const wrong = (t: HumanResolverTokens, name: string) =>
+      code(t.identify({ authorization: 'Bearer wrong', declared: name, source: 'nats' }));
+    const target = Math.floor(TOKEN_FAILURE_SOURCES * 0.9);
+    try {
+      // Expired first: `live` failed before 1,001 sources that expire; it failed again later, so it is
+      // still live when the bound is passed. Forgetting the expired ones alone is enough: `live` stays.
+      const t = tokens(true);
+      await wrong(t, 'live');
+      clock += 1_000;
+      for (let i = 0; i < 1_001; i++) await wrong(t, `old${i}`);
+      clock += 49_000;
+      await wrong(t, 'live');
+      clock += 12_000; // the old ones' last failure is now more than a window ago; live's is not
+      for (let i = 0; remembered(t).size < TOKEN_FAILURE_SOURCES; i++) await wrong(t, `new${i}`);
+      await wrong(t, 'last');
+      expect(remembered(t).size).toBe(target);
+      expect([...remembered(t).keys()].filter((s) => s.startsWith('nats:old'))).toEqual([]);
+      expect(remembered(t).has('nats:live')).toBe(true);
+
+      // Then the oldest not locked out: `live` goes, the locked-out `locked` (newer than live) stays.
+      for (let i = 0; i < TOKEN_FAILURES_PER_WINDOW; i++) await wrong(t, 'locked');
+      for (let i = 0; remembered(t).size < TOKEN_FAILURE_SOURCES; i++) await wrong(t, `more${i}`);
+      await wrong(t, 'more-last');
+      expect(remembered(t).size).toBe(target);
+      expect(remembered(t).has('nats:live')).toBe(false);
+      expect(remembered(t).has('nats:locked')).toBe(true);
+      expect(remembered(t).has('nats:new0')).toBe(false);
+      expect(await wrong(t, 'locked')).toBe('RATE_LIMITED');
+
+      // Locked-out sources only when they alone fill the bound: the oldest of them go.
+      const full = tokens(true);
+      for (let s = 0; s < TOKEN_FAILURE_SOURCES; s++) for (let i = 0; i < TOKEN_FAILURES_PER_WINDOW; i++) await wrong(full, `l${s}`);
+      await wrong(full, 'one-more');
+      expect(remembered(full).size).toBe(target);
+      expect(remembered(full).has('nats:one-more')).toBe(false);
+      expect(remembered(full).has(`nats:l${TOKEN_FAILURE_SOURCES - target - 1}`)).toBe(false);
+      expect(remembered(full).has(`nats:l${TOKEN_FAILURE_SOURCES - target}`)).toBe(true);
+      expect(await wrong(full, `l${TOKEN_FAILURE_SOURCES - 1}`)).toBe('RATE_LIMITED');
+    } finally {
+      now.mockRestore();
+    }
+  });
+
   it("given a NATS request naming mallory with alice's token, then it is refused: a token matches only the participant the request names", async () => {
     expect(await code(tokens(true).identify({ authorization: `Bearer ${TOKEN}`, declared: 'mallory', source: 'nats' }))).toBe(
       'UNAUTHENTICATED',
