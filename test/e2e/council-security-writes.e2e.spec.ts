@@ -283,9 +283,9 @@ describe('Council security: who may start a council, who reads it mid-run, and e
     // A read (council.controller) and a structured outcome (evaluation.controller) refused by the run: audited the same way.
     const read = await signed('mallory', council('v1.get'), { run_id: runId });
     expect(read.reply).toMatchObject({ ok: false, error: { code: 'NOT_AUTHORIZED_ROLE' } });
-    // Mid-run the run has no decision yet: refused before the recorder's role is looked at.
+    // Mid-run: refused for her role first, so the refusal tells her nothing of the run's state.
     const outcome = await signed('mallory', council('v1.outcome.record'), { run_id: runId, outcome: { outcome_id: 'o-mallory' } });
-    expect(outcome.reply).toMatchObject({ ok: false, error: { code: 'INVALID_STATE', field: 'run_id' } });
+    expect(outcome.reply).toMatchObject({ ok: false, error: { code: 'NOT_AUTHORIZED_ROLE', field: 'recorded_by' } });
     for (const [action, refused] of [
       ['rejected:council.get', read],
       ['rejected:council.outcome.record', outcome],
@@ -307,12 +307,13 @@ describe('Council security: who may start a council, who reads it mid-run, and e
     };
     expect(record.terminal.reason).not.toBe('human-interrupt');
 
-    // Once decided, a well-formed outcome of that decision by mallory: refused for her role, audited.
+    // Once decided, an outcome naming a wrong decision id by mallory: refused for her role, and the real id not disclosed; audited.
     const decided_outcome = await signed('mallory', council('v1.outcome.record'), {
       run_id: runId,
-      outcome: { outcome_id: 'o-mallory-2', decision_id: record.decision_record.decision_id, observed_at: new Date().toISOString() },
+      outcome: { outcome_id: 'o-mallory-2', decision_id: 'decision-guess', observed_at: new Date().toISOString() },
     });
     expect(decided_outcome.reply).toMatchObject({ ok: false, error: { code: 'NOT_AUTHORIZED_ROLE', field: 'recorded_by' } });
+    expect(decided_outcome.text).not.toContain(record.decision_record.decision_id);
     const entry = await eventually(
       async () =>
         (await h.auditEntries({ actor: 'mallory', action: 'rejected:council.outcome.record' })).find(

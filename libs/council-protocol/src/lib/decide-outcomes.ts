@@ -50,6 +50,9 @@ function decidedExpectations(run: RunData, decision: DecisionRecord): string[] {
 export function decideRecordStructuredOutcome(command: RecordStructuredOutcome, state: CouncilRunState): CouncilEvent[] {
   if (state.status === 'empty') throw new CouncilError('RUN_NOT_FOUND', 'no such run');
   const run: StartedRun = state;
+  // Who may record comes first: anyone else learns nothing of the run (decided or not, its decision id).
+  if (command.actor !== run.goal_contract.decision_owner && !(run.policy.evaluators ?? []).includes(command.actor))
+    throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the decision owner or an authorised evaluator records outcomes', 'recorded_by');
   const decision = run.decision?.decision_record;
   if (!decision) throw new CouncilError('INVALID_STATE', 'the run has no DecisionRecord to record an outcome of', 'run_id');
   const body = record(command.outcome, 'outcome');

@@ -252,6 +252,21 @@ describe('council:L5 structured outcomes on the run (8.7, 15.4)', () => {
     expect(refusal(() => record(mid.state, 'human-owner', body())).code).toBe('INVALID_STATE');
   });
 
+  it('given a stranger, when it records an outcome of a run not decided yet, or names a wrong decision, then NOT_AUTHORIZED_ROLE first: the refusal tells it nothing of the run', () => {
+    const mid = drive(startCommand({ goal: domainGoal, policy: L4() }), scored, {
+      stopWhen: (d) => d.requests.some((r) => r.stage === 'review'),
+    });
+    for (const [state, outcome] of [
+      [mid.state, body()],
+      [ended(), body({ decision_id: 'decision-999' })],
+      [ended(), { outcome_id: 'x' }],
+    ] as const) {
+      const refused = refusal(() => record(state, 'mallory', outcome));
+      expect(refused.code).toBe('NOT_AUTHORIZED_ROLE');
+      expect(refused.message).not.toContain('decision-001');
+    }
+  });
+
   it('given the same outcome twice, when recorded, then the second is a duplicate', () => {
     const state = ended();
     const after = evolveRun(state, record(state, 'human-owner', body())[0]);
