@@ -15,10 +15,11 @@
  */
 import 'reflect-metadata';
 import { ConclaveClient } from '@conclave/sdk';
-import { startTracing, stopTracing } from '@conclave/service-kit';
+import { NATS_CONNECTION, startTracing, stopTracing } from '@conclave/service-kit';
 import { ProxyTracerProvider } from '@opentelemetry/api';
 import { tracing } from '@opentelemetry/sdk-node';
 import { fork, type ChildProcess } from 'node:child_process';
+import type { NatsConnection } from 'nats';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
@@ -126,6 +127,8 @@ export interface OverheadRound {
    * writes what was queued in one go, so fewer messages per write shows as more writes.
    */
   syscallsPerProposal: { reads: number; writes: number };
+  /** NATS messages in and out of this process's connections per proposal (NaN where not counted). */
+  natsMessagesPerProposal: number;
 }
 
 export interface OverheadFigures {
@@ -280,11 +283,24 @@ export async function deploy(arm: Arm, warmup = WARMUP): Promise<ArmDeployment> 
     const agent = AGENT === 'traced' ? h.client : await agentWithoutSdk(h, arm);
     const decisions = new DecisionCollector(agent);
     await drive(agent, decisions, 0, warmup);
-    return { measure: (n, proposals) => measure(arm, n, agent, decisions, warmup, proposals), stop };
+    return { measure: (n, proposals) => measure(arm, n, agent, decisions, warmup, proposals, () => natsMessages(h)), stop };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/**
+ * NATS messages sent and received by every connection of this process (the services', the
+ * agent's): more per proposal in one arm means more requests (retried appends after a conflict,
+ * say), not just more work per message.
+ */
+function natsMessages(h: ConclaveHarness): number {
+  const connections = [h.nc, ...h.instances.map((i) => i.app.get<NatsConnection>(NATS_CONNECTION))];
+  return [...new Set(connections)].reduce((sum, nc) => {
+    const s = nc.stats();
+    return sum + s.inMsgs + s.outMsgs;
+  }, 0);
 }
 
 async function measure(
@@ -294,6 +310,7 @@ async function measure(
   decisions: DecisionCollector,
   from: number,
   proposals: number,
+  messages: () => number = () => NaN,
 ): Promise<OverheadRound> {
   // The previous rounds' garbage is not this round's to collect.
   (globalThis as { gc?: () => void }).gc?.();
@@ -315,6 +332,7 @@ async function measure(
   const pauses = gcPauses();
   const threads0 = threadCpu();
   const io0 = syscalls();
+  const messages0 = messages();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await drive(agent, decisions, from, proposals);
@@ -347,6 +365,7 @@ async function measure(
     mainThreadUsPerProposal: ((threads.main - threads0.main) * 1e6) / proposals,
     gcPauseUsPerProposal: { minor: (paused.minor * 1000) / proposals, major: (paused.major * 1000) / proposals },
     syscallsPerProposal: { reads: (io.reads - io0.reads) / proposals, writes: (io.writes - io0.writes) / proposals },
+    natsMessagesPerProposal: (messages() - messages0) / proposals,
   };
 }
 
@@ -439,7 +458,7 @@ export async function runOverhead(): Promise<OverheadFigures> {
   const rounds: OverheadRound[] = [];
   const show = (f: OverheadRound) =>
     console.log(
-      `round ${f.round} ${f.arm.padEnd(7)}: ${fmt(f.rate, 0)} proposals/s, ${fmt(f.cpuUsPerProposal, 0)} µs CPU per proposal (${fmt(f.systemUsPerProposal, 0)} in the kernel, ${fmt(f.mainThreadUsPerProposal, 0)} on the main thread; GC pauses ${fmt(f.gcPauseUsPerProposal.minor, 0)} minor, ${fmt(f.gcPauseUsPerProposal.major, 0)} major; ${fmt(f.syscallsPerProposal.reads, 1)} reads and ${fmt(f.syscallsPerProposal.writes, 1)} writes)`,
+      `round ${f.round} ${f.arm.padEnd(7)}: ${fmt(f.rate, 0)} proposals/s, ${fmt(f.cpuUsPerProposal, 0)} µs CPU per proposal (${fmt(f.systemUsPerProposal, 0)} in the kernel, ${fmt(f.mainThreadUsPerProposal, 0)} on the main thread; GC pauses ${fmt(f.gcPauseUsPerProposal.minor, 0)} minor, ${fmt(f.gcPauseUsPerProposal.major, 0)} major; ${fmt(f.syscallsPerProposal.reads, 1)} reads and ${fmt(f.syscallsPerProposal.writes, 1)} writes; ${fmt(f.natsMessagesPerProposal, 1)} NATS messages)`,
     );
   for (let r = 1; r <= ROUNDS; r++) {
     if (together) {
