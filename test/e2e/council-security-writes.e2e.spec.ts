@@ -105,6 +105,37 @@ describe('Council security: who may start a council, who reads it mid-run, and e
     return ids.reduce((n, id) => n + (subjects[`${prefix}.v1.tasks.${id}`] ?? 0), 0);
   }
 
+  /** `council.v1.start` signed by `actor`: a run of `panel` on `contract` (the actor's own, in risk, by default). */
+  const startRun = (
+    actor: string,
+    runId: string,
+    panel: { proposers: string[]; chair: string },
+    contract: unknown = goal(actor, 'risk'),
+    stageTimeoutMs = 10_000,
+  ) =>
+    signed(actor, council('v1.start'), {
+      run_id: runId,
+      goal_contract: contract,
+      panel: scriptedPanel(panel),
+      policy: { stage_timeout_ms: stageTimeoutMs },
+    });
+
+  /**
+   * Alice's council in risk, held mid-run: its members seated, their reviews waiting until
+   * `release()`; `reviewsIssued` resolves once the first review task reached a member.
+   */
+  async function heldRun(tag: string, panel: { proposers: string[]; chair: string }) {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let reviewing!: () => void;
+    const reviewsIssued = new Promise<void>((r) => (reviewing = r));
+    seat(idsOf(panel), gate, reviewing);
+    const runId = `${tag}_${h.run}`;
+    const start = await startRun('alice', runId, panel, goal('alice', 'risk'), 20_000);
+    expect(start.reply).toMatchObject({ ok: true, run_id: runId });
+    return { runId, release, reviewsIssued };
+  }
+
   async function expectNoRun(runId: string, reader: string) {
     const get = await signed(reader, council('v1.get'), { run_id: runId });
     expect(get.reply).toMatchObject({ ok: false, error: { code: 'RUN_NOT_FOUND' } });
@@ -112,12 +143,7 @@ describe('Council security: who may start a council, who reads it mid-run, and e
 
   it('given mallory with a grant on ops only, when she starts a council in domain risk, then FORBIDDEN naming goal_contract.domain, audited, no run and no task queued; alice, granted on risk, starts the same council', async () => {
     const runId = `atk_${h.run}`;
-    const start = await signed('mallory', council('v1.start'), {
-      run_id: runId,
-      goal_contract: goal('mallory', 'risk'),
-      panel: scriptedPanel(attackPanel),
-      policy: { stage_timeout_ms: 10_000 },
-    });
+    const start = await startRun('mallory', runId, attackPanel);
     expect(start.reply).toMatchObject({ ok: false, error: { code: 'FORBIDDEN', field: 'goal_contract.domain' } });
     expect(start.reply['run_id']).toBeUndefined();
     await expectNoRun(runId, 'mallory');
@@ -133,12 +159,7 @@ describe('Council security: who may start a council, who reads it mid-run, and e
 
     const legit = panelOf('legit');
     seat(idsOf(legit));
-    const ok = await signed('alice', council('v1.start'), {
-      run_id: `legit_${h.run}`,
-      goal_contract: goal('alice', 'risk'),
-      panel: scriptedPanel(legit),
-      policy: { stage_timeout_ms: 10_000 },
-    });
+    const ok = await startRun('alice', `legit_${h.run}`, legit);
     expect(ok.reply).toMatchObject({ ok: true, run_id: `legit_${h.run}` });
     expect((await decisions.waitFor(`legit_${h.run}`)).terminal_state).toMatch(/^decided/);
   }, 40_000);
@@ -146,12 +167,7 @@ describe('Council security: who may start a council, who reads it mid-run, and e
   it('given a panel naming a participant the registry does not know, when alice starts her council, then UNKNOWN_REFERENCE naming panel, and no run and no task for anyone', async () => {
     const runId = `ghost_${h.run}`;
     const panel = { proposers: ['atk-builder', 'atk-skeptic', 'ghost'], chair: 'atk-chair' };
-    const start = await signed('alice', council('v1.start'), {
-      run_id: runId,
-      goal_contract: goal('alice', 'risk'),
-      panel: scriptedPanel(panel),
-      policy: { stage_timeout_ms: 10_000 },
-    });
+    const start = await startRun('alice', runId, panel);
     expect(start.reply).toMatchObject({ ok: false, error: { code: 'UNKNOWN_REFERENCE', field: 'panel' } });
     expect(start.reply.error?.message).toContain('ghost');
     await expectNoRun(runId, 'alice');
@@ -160,12 +176,8 @@ describe('Council security: who may start a council, who reads it mid-run, and e
 
   it('given a GoalContract that names no domain, when alice (grant on risk only, none on general) starts her council, then FORBIDDEN naming goal_contract.domain: the run would be in general; no run and no task queued', async () => {
     const runId = `nodomain_${h.run}`;
-    const start = await signed('alice', council('v1.start'), {
-      run_id: runId,
-      goal_contract: { ...goal('alice', 'risk', 'gc-nodomain'), domain: undefined }, // dropped by JSON.stringify
-      panel: scriptedPanel(attackPanel),
-      policy: { stage_timeout_ms: 10_000 },
-    });
+    // `domain: undefined` is dropped by JSON.stringify: the contract names no domain.
+    const start = await startRun('alice', runId, attackPanel, { ...goal('alice', 'risk', 'gc-nodomain'), domain: undefined });
     expect(start.reply).toMatchObject({ ok: false, error: { code: 'FORBIDDEN', field: 'goal_contract.domain' } });
     expect(start.reply.error?.message).toContain('no grant for domain general');
     await expectNoRun(runId, 'alice');
@@ -176,12 +188,7 @@ describe('Council security: who may start a council, who reads it mid-run, and e
     const panel = panelOf('dea');
     await h.admin.call(REGISTRY_PATTERNS.deactivate, { participant_id: 'dea-chair', reason: 'left the panel' });
     const runId = `dea_${h.run}`;
-    const start = await signed('alice', council('v1.start'), {
-      run_id: runId,
-      goal_contract: goal('alice', 'risk'),
-      panel: scriptedPanel(panel),
-      policy: { stage_timeout_ms: 10_000 },
-    });
+    const start = await startRun('alice', runId, panel);
     expect(start.reply).toMatchObject({ ok: false, error: { code: 'UNKNOWN_REFERENCE', field: 'panel' } });
     expect(start.reply.error?.message).toContain('dea-chair (deactivated)');
     await expectNoRun(runId, 'alice');
@@ -219,19 +226,7 @@ describe('Council security: who may start a council, who reads it mid-run, and e
   }, 30_000);
 
   it("given alice, the decision owner, sitting on her own council's panel, when she reads the run mid-run, then NOT_AUTHORIZED_ROLE and no candidate or author id in the reply; once it ended she reads the owner's copy with the mapping", async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let reviewing!: () => void;
-    const reviewsIssued = new Promise<void>((r) => (reviewing = r));
-    seat(idsOf(ownerPanel), gate, reviewing);
-    const runId = `owner_${h.run}`;
-    const start = await signed('alice', council('v1.start'), {
-      run_id: runId,
-      goal_contract: goal('alice', 'risk'),
-      panel: scriptedPanel(ownerPanel),
-      policy: { stage_timeout_ms: 20_000 },
-    });
-    expect(start.reply).toMatchObject({ ok: true, run_id: runId });
+    const { runId, release, reviewsIssued } = await heldRun('owner', ownerPanel);
     // The proposals are in: every candidate, with its author, is in the log.
     await reviewsIssued;
 
@@ -248,18 +243,7 @@ describe('Council security: who may start a council, who reads it mid-run, and e
   }, 40_000);
 
   it("given alice's running council, when mallory interrupts it, reads it or records a structured outcome of it, then each is refused with its Council code, the run goes on to its decision, and the audit chain holds each refusal with her as the actor; once decided, her outcome of it is refused for her role", async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const panel = panelOf('int');
-    seat(idsOf(panel), gate);
-    const runId = `int_${h.run}`;
-    const start = await signed('alice', council('v1.start'), {
-      run_id: runId,
-      goal_contract: goal('alice', 'risk'),
-      panel: scriptedPanel(panel),
-      policy: { stage_timeout_ms: 20_000 },
-    });
-    expect(start.reply).toMatchObject({ ok: true, run_id: runId });
+    const { runId, release } = await heldRun('int', panelOf('int'));
 
     const interrupt = await signed('mallory', council('v1.interrupt'), { run_id: runId, reason: 'stop', actor: 'mallory' });
     expect(interrupt.reply).toMatchObject({ ok: false, error: { code: 'NOT_AUTHORIZED_ROLE', field: 'actor' } });
@@ -326,18 +310,7 @@ describe('Council security: who may start a council, who reads it mid-run, and e
   }, 60_000);
 
   it("given alice's running council, when mallory answers fa-builder's task unsigned, signed as herself, or with fa-builder's name and her own key, then each is refused, the run goes on to its decision, and the audit chain holds each refusal", async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const panel = panelOf('fa');
-    seat(idsOf(panel), gate);
-    const runId = `fa_${h.run}`;
-    const start = await signed('alice', council('v1.start'), {
-      run_id: runId,
-      goal_contract: goal('alice', 'risk'),
-      panel: scriptedPanel(panel),
-      policy: { stage_timeout_ms: 20_000 },
-    });
-    expect(start.reply).toMatchObject({ ok: true, run_id: runId });
+    const { runId, release } = await heldRun('fa', panelOf('fa'));
 
     const subject = council('v1.answers.fa-builder');
     const answer = async (tag: string, signer?: ReturnType<typeof ed25519Signer>) => {
