@@ -337,7 +337,8 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
   });
 
   it('as an attacker: mallory, alone on the panel of the council she asks ACP for (proposer and chair, min_quorum 1, bridge quorum 1), gets no decision into ACP to endorse herself: the run decides, its post is refused NOT_AUTHORIZED_ROLE in her name, and nothing reaches ACP', async () => {
-    members.push(new ScriptedMember(h.nc, 'mallory', { score: () => 5 }, prefix, ed25519Signer('mallory', pem('mallory'))).start());
+    // Her member stops with this test: the next one seats her again with a behaviour of its own.
+    const member = new ScriptedMember(h.nc, 'mallory', { score: () => 5 }, prefix, ed25519Signer('mallory', pem('mallory'))).start();
     const mallory = await h.clientFor('mallory');
     const { proposal: ask, run_id: runId } = await mallory.requestDeliberation({
       domain: DOMAIN,
@@ -368,6 +369,53 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     expect((await owned.get(runId)).acp_bridge).toBeUndefined();
     const { proposals } = await mallory.list({ domain: DOMAIN, limit: 500 });
     expect(proposals.filter((p) => (p.payload as { council?: { run_id?: string } }).council?.run_id === runId)).toEqual([]);
+    await member.stop();
+  });
+
+  it('as an attacker: mallory, mid-run, revises her council’s GoalContract to hand it to another owner or move it to risk (no grant there), then each revision is refused, the run decides in billing under her, and nothing reaches ACP in risk or in her name', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let proposing!: () => void;
+    const held = new Promise<void>((r) => (proposing = r));
+    const behaviour = { score: () => 5, hold: () => (proposing(), gate) };
+    const member = new ScriptedMember(h.nc, 'mallory', behaviour, prefix, ed25519Signer('mallory', pem('mallory'))).start();
+    const mallory = await h.clientFor('mallory');
+    const contract = scriptedGoalContract({ goal_contract_id: 'gc-hand', decision_owner: 'mallory', domain: DOMAIN });
+    const { run_id: runId } = await mallory.requestDeliberation({
+      domain: DOMAIN,
+      author: 'mallory',
+      quorum: 5,
+      goal_contract: { ...contract },
+      panel: [scriptedDescriptor('mallory', 'builder', ['proposer', 'chair'])],
+      policy: { stage_timeout_ms: 10_000, min_quorum: 1 },
+      bridge: { quorum: 1 },
+    });
+    await held;
+    const owner = new CouncilClient(h.nc, prefix, { signer: ed25519Signer('mallory', pem('mallory')), timeoutMs: 15_000 });
+    for (const [change, field] of [
+      [{ goal_contract_id: 'gc-hand-2', decision_owner: 'nobody-at-all' }, 'goal_contract.decision_owner'],
+      [{ goal_contract_id: 'gc-hand-3', domain: 'risk' }, 'goal_contract.domain'],
+    ] as const) {
+      await expect(
+        owner.reviseGoalContract({ run_id: runId, goal_contract: { ...contract, ...change }, actor: 'mallory' }),
+      ).rejects.toMatchObject({
+        code: 'NOT_AUTHORIZED_ROLE',
+        field,
+      });
+    }
+    release();
+    expect((await councilDecisions.waitFor(runId)).terminal_state).toMatch(/^decided/);
+    const record = await owner.get(runId);
+    expect(record.goal_contract_revisions.map((r) => r.goal_contract.goal_contract_id)).toEqual(['gc-hand']);
+    expect(record.domain).toBe(DOMAIN);
+    // Her own panel: the decision is not bridged (5.3), in billing or anywhere else.
+    await eventually(async () => (council().get(AcpReactions).backlog === 0 ? true : undefined), 15_000, 'no reaction left');
+    expect(record.acp_bridge).toBeUndefined();
+    for (const domain of [DOMAIN, 'risk']) {
+      const { proposals } = await h.admin.list({ domain, limit: 500 });
+      expect(proposals.filter((p) => (p.payload as { council?: { run_id?: string } }).council?.run_id === runId)).toEqual([]);
+    }
+    await member.stop();
   });
 
   it('a council service given bridge domains registers its own participant at start, once, and posts as it; a registered one is never changed', async () => {

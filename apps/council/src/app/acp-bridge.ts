@@ -11,6 +11,7 @@ import {
   acpBridgeEntries,
   bridgeCauses,
   bridgeEscalates,
+  decide,
   parseAcpBridgeOptions,
   runDomain,
 } from '@conclave/council-protocol';
@@ -218,8 +219,6 @@ export class AcpBridge implements OnModuleInit, OnApplicationBootstrap {
       escalate = done.escalated && bridgeEscalates(state) ? acpBridgeEntries(state, ids, options, this.parties(request)).escalation : null;
     } else {
       const entries = acpBridgeEntries(state, ids, options, this.parties(request));
-      await this.propose(entries.observation);
-      status = await this.propose(entries.proposal);
       const bridge: DecisionBridged['data'] = {
         ...request,
         author: this.participant,
@@ -228,6 +227,11 @@ export class AcpBridge implements OnModuleInit, OnApplicationBootstrap {
         caused_by: bridgeCauses(state, options),
         escalated: entries.escalation !== null,
       };
+      // The run's own rules for recording the post, decided before anything reaches ACP: a post
+      // the run would refuse to record must not leave entries in ACP that no run accounts for.
+      decide({ type: C.RecordDecisionBridge, bridge, now: this.context.now() }, state);
+      await this.propose(entries.observation);
+      status = await this.propose(entries.proposal);
       // In the run's log before the escalation is asked: the human's resolution always comes after it.
       await this.driver.execute(runId, (_s, now) => ({ type: C.RecordDecisionBridge, bridge, now }));
       escalate = entries.escalation;

@@ -163,6 +163,65 @@ describe('spec 7.1 the chair cannot re-scope the run on its own say-so', () => {
   });
 });
 
+describe('a GoalContract revision keeps what the run was authorised for: its owner and its domain', () => {
+  const midRun = () =>
+    drive(startCommand({ goal: goalContract({ domain: 'billing', risk_level: 'high' }) }), defaultBehaviour(), {
+      stopWhen: (x) => x.requests.some((r) => r.stage === 'review'),
+    });
+  const revise = (d: Driven, actor: string, overrides: Record<string, unknown>) => () =>
+    decide(
+      {
+        type: C.ReviseGoalContract,
+        goal_contract: goalContract({ goal_contract_id: 'gc-002', domain: 'billing', risk_level: 'high', ...overrides }),
+        actor,
+        now: d.now,
+      },
+      d.state,
+    );
+
+  it('given a running run, when its owner hands it to another owner (a stranger, or a panel member), then NOT_AUTHORIZED_ROLE at goal_contract.decision_owner: a run cannot be laundered to another owner before it is bridged', () => {
+    const d = midRun();
+    for (const owner of ['nobody-at-all', 'member-builder-01'])
+      expect(revise(d, 'human-owner', { decision_owner: owner })).toThrow(
+        expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'goal_contract.decision_owner' }),
+      );
+  });
+
+  it('given a running run in billing, when its owner moves it to risk, or drops its domain (general), then NOT_AUTHORIZED_ROLE at goal_contract.domain', () => {
+    const d = midRun();
+    expect(revise(d, 'human-owner', { domain: 'risk' })).toThrow(
+      expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'goal_contract.domain' }),
+    );
+    expect(revise(d, 'human-owner', { domain: undefined })).toThrow(
+      expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'goal_contract.domain' }),
+    );
+    expect(revise(d, 'human-owner', { question: 'Should we rewrite billing?' })()[0]).toMatchObject({ type: E.GoalContractRevised });
+  });
+
+  it('given an open frame challenge on a high-risk run, when the chair accepts it with a lower risk level, then NOT_AUTHORIZED_ROLE at goal_contract.risk_level; the owner may lower it', () => {
+    const d = drive(
+      startCommand({ goal: goalContract({ domain: 'billing', risk_level: 'high' }), panel: panel({ frameObserver: true }) }),
+      defaultBehaviour({ frame: (_r, id) => challenge(id) }),
+      { stopWhen: (x) => x.state.status === 'running' && x.state.stage === 'frame-decision' },
+    );
+    const lower = (actor: string) =>
+      decide(
+        {
+          type: C.ReviseGoalContract,
+          goal_contract: goalContract({ goal_contract_id: 'gc-002', domain: 'billing', risk_level: 'low' }),
+          frame_check_id: 'fc-1',
+          actor,
+          now: d.now,
+        },
+        d.state,
+      );
+    expect(() => lower('member-chair-01')).toThrow(
+      expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'goal_contract.risk_level' }),
+    );
+    expect(lower('human-owner')[0]).toMatchObject({ type: E.GoalContractRevised });
+  });
+});
+
 describe('spec 17.3 the terminal record names the checkpoint the chair synthesised', () => {
   it("given regression_tolerance 0.5 and a slightly worse last round at max_rounds, when the run ends, then the chair got the best checkpoint's candidates and the record names it", () => {
     let n = 0;

@@ -1,10 +1,10 @@
 import { DeclineFrameChallenge, ReviseGoalContract } from './commands';
-import { COUNCIL_EVENT_TYPES as E } from './contracts';
+import { COUNCIL_EVENT_TYPES as E, LEVELS_OF_THREE } from './contracts';
 import { envelope, requireOwnerOrChair, requireRunning } from './decide-support';
 import { CouncilError } from './errors';
 import { CouncilEvent } from './events';
 import { artifactsRemainComparable, budgetChanged } from './frame-challenge';
-import { parseGoalContract } from './goal-contract';
+import { parseGoalContract, runDomain } from './goal-contract';
 import { CouncilRunState } from './state';
 import { fail } from './validation';
 
@@ -32,8 +32,18 @@ export function decideReviseGoalContract(command: ReviseGoalContract, state: Cou
       'goal_contract.budget',
     );
   }
-  if (who !== 'owner' && revised.decision_owner !== previous.decision_owner) {
-    throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the decision owner reassigns ownership', 'goal_contract.decision_owner');
+  // The owner and the domain are what the run was authorised for at its start (its owner's grant,
+  // the ACP proposal that asked for it): a revision keeps both, or a run could be handed to someone
+  // else (who then bridges what it helped write) or moved where its owner has no grant.
+  if (revised.decision_owner !== previous.decision_owner) {
+    throw new CouncilError('NOT_AUTHORIZED_ROLE', 'a revision keeps the run’s decision owner', 'goal_contract.decision_owner');
+  }
+  if (runDomain(revised) !== runDomain(previous) || revised.domain !== previous.domain) {
+    throw new CouncilError('NOT_AUTHORIZED_ROLE', `a revision keeps the run’s domain (${runDomain(previous)})`, 'goal_contract.domain');
+  }
+  if (who !== 'owner' && LEVELS_OF_THREE.indexOf(revised.risk_level) < LEVELS_OF_THREE.indexOf(previous.risk_level)) {
+    // A lower risk level turns off safeguards (a high-risk run stops on an incomplete panel): the owner's call.
+    throw new CouncilError('NOT_AUTHORIZED_ROLE', 'only the decision owner lowers the risk level', 'goal_contract.risk_level');
   }
   let frameCheckId: string | null = null;
   if (command.frame_check_id !== undefined) {
