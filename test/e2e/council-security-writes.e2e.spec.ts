@@ -53,11 +53,13 @@ describe('Council security: who may start a council, who reads it mid-run, and e
     await h.seed([
       { participant_id: 'alice', grants: [{ domain: 'risk', domain_authority: 0.9, trust_score: 0.9 }] },
       { participant_id: 'mallory', grants: [{ domain: 'ops', domain_authority: 0.5, trust_score: 0.5 }] },
+      { participant_id: 'bob', grants: [{ domain: 'risk', domain_authority: 0.9, trust_score: 0.9 }] },
       ...[
         ...idsOf(attackPanel),
         ...idsOf(panelOf('legit')),
         ...idsOf(panelOf('int')),
         ...idsOf(panelOf('fa')),
+        ...idsOf(panelOf('again')),
         ...idsOf(panelOf('dea')),
         ...idsOf(ownerPanel).slice(1),
       ].map((participant_id) => ({ participant_id })),
@@ -162,6 +164,26 @@ describe('Council security: who may start a council, who reads it mid-run, and e
     const ok = await startRun('alice', `legit_${h.run}`, legit);
     expect(ok.reply).toMatchObject({ ok: true, run_id: `legit_${h.run}` });
     expect((await decisions.waitFor(`legit_${h.run}`)).terminal_state).toMatch(/^decided/);
+  }, 40_000);
+
+  it("given alice's started council, when the same start is sent again, then ok (a retry); when alice sends another contract, or bob his own, under the same run_id, then RUN_ALREADY_STARTED and the run stays alice's first", async () => {
+    const runId = `again_${h.run}`;
+    const panel = panelOf('again');
+    seat(idsOf(panel));
+    expect((await startRun('alice', runId, panel, goal('alice', 'risk', 'gc-first'))).reply).toMatchObject({ ok: true, run_id: runId });
+    expect((await startRun('alice', runId, panel, goal('alice', 'risk', 'gc-first'))).reply).toMatchObject({ ok: true, run_id: runId });
+    for (const [actor, contract] of [
+      ['alice', { ...goal('alice', 'risk', 'gc-other'), question: 'Another question?' }],
+      ['bob', goal('bob', 'risk', 'gc-bob')],
+    ] as const) {
+      const again = await startRun(actor, runId, panel, contract);
+      expect(again.reply).toMatchObject({ ok: false, error: { code: 'RUN_ALREADY_STARTED', field: 'run_id' } });
+    }
+    expect((await decisions.waitFor(runId)).terminal_state).toMatch(/^decided/);
+    const record = (await signed('alice', council('v1.get'), { run_id: runId })).reply['run_record'] as {
+      goal_contract_revisions: { goal_contract: { goal_contract_id: string } }[];
+    };
+    expect(record.goal_contract_revisions.map((r) => r.goal_contract.goal_contract_id)).toEqual(['gc-first']);
   }, 40_000);
 
   it('given a panel naming a participant the registry does not know, when alice starts her council, then UNKNOWN_REFERENCE naming panel, and no run and no task for anyone', async () => {
