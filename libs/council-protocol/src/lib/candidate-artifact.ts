@@ -1,5 +1,5 @@
 import { CONFIDENCE_SCHEMES, Confidence, ConfidenceScheme, LEVELS_OF_THREE } from './contracts';
-import { arr, fail, isRecord, join, num, record, str, strings, oneOf, stableJson } from './validation';
+import { arr, artifactId, fail, isRecord, join, num, record, str, strings, oneOf, stableJson } from './validation';
 
 /** A claim: a sentence, or a sentence with the evidence it rests on. */
 export type CandidateClaim = string | { claim: string; evidence_refs?: string[] };
@@ -52,7 +52,7 @@ export function parseCandidateArtifact(input: unknown, path = ''): CandidateArti
     fail(join(path, 'parent_candidate_id'), 'must be a candidate id or null');
   }
   return {
-    candidate_id: str(o, 'candidate_id', path),
+    candidate_id: artifactId(o, 'candidate_id', path),
     author_member_id: str(o, 'author_member_id', path),
     version: num(o, 'version', path, { min: 1, integer: true }),
     position: str(o, 'position', path),

@@ -56,10 +56,15 @@ export function checkDecisionGrounding(run: RunData, input: DecisionRecord): Dec
     const id = resolve(record.selected_path, 'selected_path');
     if (!run.candidates[id])
       throw new CouncilError('UNREFERENCED_CLAIM', 'selected_path names a candidate, synthesis or no-decision', 'selected_path');
+    requireCurrentFrame(run, id, 'selected_path');
     record.selected_path = id;
   }
   record.grounded_in = record.grounded_in.map((r, i) => resolve(r, `grounded_in[${i}]`));
-  record.incorporated = record.incorporated.map((r, i) => resolve(r, `incorporated[${i}]`));
+  record.incorporated = record.incorporated.map((r, i) => {
+    const id = resolve(r, `incorporated[${i}]`);
+    requireCurrentFrame(run, id, `incorporated[${i}]`);
+    return id;
+  });
   record.rejected = record.rejected.map((r, i) => {
     const id = resolveArtifactRef(run, r.artifact);
     if (id === undefined)
@@ -157,6 +162,20 @@ export function checkDissentRetained(run: RunData, record: DecisionRecord): void
 }
 
 /** The facts of section 18 the controller writes into the record; never semantic content. */
+/**
+ * Spec 13: once a revised GoalContract restarted the proposal stage, the candidates of the earlier
+ * frame answer another question; the chair may cite them as evidence, not select or incorporate them.
+ */
+function requireCurrentFrame(run: RunData, id: string, field: string): void {
+  const c = run.candidates[id];
+  if (c && c.generation !== run.generation)
+    throw new CouncilError(
+      'UNKNOWN_REFERENCE',
+      `${id} answers an earlier GoalContract; the run restarted from ${run.goal_contract.goal_contract_id}`,
+      field,
+    );
+}
+
 export function withDegradedFacts(run: RunData, record: DecisionRecord): DecisionRecord {
   return { ...record, missing_perspectives: missingPerspectives(run), member_failures: memberFailureNotes(run) };
 }

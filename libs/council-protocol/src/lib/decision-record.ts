@@ -122,8 +122,19 @@ export function parseDecisionRecord(input: unknown, path = ''): DecisionRecord {
   return rec;
 }
 
-/** The artifact ids a dissent entry refers to (explicit refs, or ids mentioned in the text). */
+/**
+ * The artifact ids a dissent entry refers to (explicit refs, or ids mentioned in the text). A
+ * mention is the whole id, not a prefix of a longer one: `review-1#issue-1` is not in
+ * `review-1#issue-10`, nor `c1` in `c10`.
+ */
 export function dissentMentions(entry: DissentEntry, id: string): boolean {
-  if (typeof entry === 'string') return entry.includes(id);
-  return entry.description.includes(id) || (entry.refs ?? []).includes(id);
+  const text = typeof entry === 'string' ? entry : entry.description;
+  if (typeof entry !== 'string' && (entry.refs ?? []).includes(id)) return true;
+  for (let at = text.indexOf(id); at >= 0; at = text.indexOf(id, at + 1)) {
+    if (!ID_CHAR.test(text[at - 1] ?? '') && !ID_CHAR.test(text[at + id.length] ?? '')) return true;
+  }
+  return false;
 }
+
+/** Characters that continue an artifact id (letters, digits, `-`, `_`, `#`): a mention ends at none of them. */
+const ID_CHAR = /[A-Za-z0-9_#-]/;

@@ -171,7 +171,7 @@ function scrubText(text: string, part: RegExp): string {
 }
 
 /**
- * Replace every panel member id inside strings: free text can leak an author ("as
+ * Replace every panel member id inside strings and object keys: free text can leak an author ("as
  * member-builder-01 I think..."), and the blind surface must not. Ids are matched as words or
  * word parts, never as raw substrings, and the controller's blind refs are left alone.
  */
@@ -181,7 +181,8 @@ export function scrubMemberIds<T>(value: T, memberIds: readonly string[]): T {
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') return scrubText(v, part);
     if (Array.isArray(v)) return v.map(walk);
-    if (isRecord(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+    // Keys too: a member chooses some (rubric score names) and could write an id there.
+    if (isRecord(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [scrubText(k, part), walk(x)]));
     return v;
   };
   return walk(value) as T;

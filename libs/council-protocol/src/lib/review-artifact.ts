@@ -1,6 +1,6 @@
 import { DECISION_IMPACT_TARGETS, DecisionImpactTarget, LEVELS_OF_THREE, Severity } from './contracts';
 import { ReviewTestResults, parseReviewTestResults } from './evaluation/test-results';
-import { arr, fail, isRecord, join, optStr, record, str, strings, oneOf } from './validation';
+import { arr, artifactId, fail, isRecord, join, optStr, record, str, strings, oneOf } from './validation';
 
 /** A material issue (spec 8.3). `could_change` (extension) names what it could change (section 12). */
 export interface MaterialIssue {
@@ -70,7 +70,7 @@ export function parseReviewArtifact(input: unknown, path = ''): ReviewArtifact {
     fail(join(path, 'material_issues'), 'a review must identify material issues or score the rubric, not only rank');
   }
   const review: ReviewArtifact = {
-    review_id: str(o, 'review_id', path),
+    review_id: artifactId(o, 'review_id', path),
     reviewer_member_id: str(o, 'reviewer_member_id', path),
     target_candidate_id: str(o, 'target_candidate_id', path),
     rubric_scores,

@@ -33,6 +33,20 @@ export function str(obj: Record<string, unknown>, key: string, path: string): st
   return v;
 }
 
+/**
+ * The shapes of the blind references reviewers and the chair write (`anon-B-v1`, `review-2`,
+ * `review-2#issue-1`): an artifact's own id may not take one, or it would be resolved in place of
+ * the artifact the reference names (spec 11.1).
+ */
+const BLIND_REF = /^(?:anon-[A-Z]+-v\d+|review-\d+(?:#issue-\d+)?)$/;
+
+/** A member-chosen artifact id: a non-empty string that is not shaped like a blind reference. */
+export function artifactId(obj: Record<string, unknown>, key: string, path: string): string {
+  const id = str(obj, key, path);
+  if (BLIND_REF.test(id)) fail(join(path, key), 'must not have the shape of a blind reference (anon-X-vN, review-N)');
+  return id;
+}
+
 export function optStr(obj: Record<string, unknown>, key: string, path: string): string | undefined {
   if (obj[key] === undefined || obj[key] === null) return undefined;
   return str(obj, key, path);
