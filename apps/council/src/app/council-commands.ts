@@ -1,17 +1,17 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { AcpError, canonicalJson } from '@conclave/acp-protocol';
+import { AcpError } from '@conclave/acp-protocol';
 import {
   COUNCIL_COMMAND_TYPES as C,
   COUNCIL_EVENT_TYPES as E,
   CouncilError,
   CouncilEvent,
-  CouncilRunState,
   DeliberationRequest,
   EMPTY_RUN,
   RunRecord,
   RunStarted,
   decide,
   foldRun,
+  isSameStart,
   runDomain,
   runReaderRole,
   runRecordFor,
@@ -129,9 +129,7 @@ export class CouncilCommands {
     try {
       const result = await this.repo.append(run_id, events, 'no_stream');
       const loaded = result.duplicate ? await this.repo.load(run_id) : { state: foldRun(events), version: result.version };
-      // The start's event ids derive from the run id alone, so the log takes any start of an existing
-      // run for a retry of it: only the same start (actor, contract, panel, policy, origin) is one.
-      if (result.duplicate && !sameStart(loaded.state, run))
+      if (result.duplicate && !isSameStart(loaded.state, run))
         throw new CouncilError('RUN_ALREADY_STARTED', `run ${run_id} already started, with another request`, 'run_id');
       await this.driver.adopt(run_id, loaded);
     } catch (err) {
@@ -252,27 +250,6 @@ export class CouncilCommands {
 }
 
 /** The RunStarted a StartRun decided (always its first event). */
-/** Is the stored run the one this RunStarted would start (what its request decides; not its seed or chair)? */
-function sameStart(state: CouncilRunState, run: RunStarted): boolean {
-  if (state.status === 'empty') return false;
-  const first = state.goal_contract_revisions[0];
-  const stored = {
-    actor: first?.revised_by,
-    goal_contract: first?.goal_contract,
-    panel: state.panel,
-    policy: state.policy,
-    acp_origin: state.acp_origin,
-  };
-  const asked = {
-    actor: run.actor,
-    goal_contract: run.data.goal_contract,
-    panel: run.data.panel,
-    policy: run.data.policy,
-    acp_origin: run.data.acp_origin,
-  };
-  return canonicalJson(stored) === canonicalJson(asked);
-}
-
 function started(events: CouncilEvent[]): RunStarted {
   const first = events.find((e): e is RunStarted => e.type === E.RunStarted);
   if (!first) throw new CouncilError('INTERNAL', 'StartRun decided no RunStarted');

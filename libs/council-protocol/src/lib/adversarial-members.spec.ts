@@ -1,10 +1,11 @@
 import { COUNCIL_COMMAND_TYPES as C } from './contracts';
-import { decide } from './decide';
+import { decide, isSameStart } from './decide';
 import { dissentMentions } from './decision-record';
 import { scrubMemberIds } from './review-and-anonymity';
 import { foldRun } from './state';
-import { candidateArtifact, decisionFor, defaultBehaviour, drive, goalContract, startCommand } from '../testing/council-fixtures';
+import { candidateArtifact, decisionFor, defaultBehaviour, drive, goalContract, panel, startCommand } from '../testing/council-fixtures';
 import type { Behaviour } from '../testing/council-fixtures';
+import type { RunStarted } from './events';
 
 /** Members who play the controller's own references and records against it (spec 11, 13, 14, 17.2). */
 describe('adversarial members: ids shaped like blind refs, ids in keys, an earlier frame, near-miss dissent', () => {
@@ -60,6 +61,17 @@ describe('adversarial members: ids shaped like blind refs, ids in keys, an earli
     ]);
     const decided = d.state.status === 'terminated' ? d.state.decision?.decision_record : undefined;
     expect(decided?.selected_path).not.toBe(earlier);
+  });
+
+  it('given a started run, when the same start comes again with another seed, then it is the same start (a retry); with another contract, panel, policy or actor, then it is not', () => {
+    const state = foldRun(decide(startCommand(), foldRun([])));
+    const startedBy = (cmd: ReturnType<typeof startCommand>) => decide(cmd, foldRun([]))[0] as RunStarted;
+    expect(isSameStart(state, startedBy({ ...startCommand(), seed: 'seed-2' } as never))).toBe(true);
+    expect(isSameStart(state, startedBy(startCommand({ goal: goalContract({ question: 'Another question?' }) })))).toBe(false);
+    expect(isSameStart(state, startedBy(startCommand({ policy: { stage_timeout_ms: 1234 } })))).toBe(false);
+    expect(isSameStart(state, startedBy(startCommand({ panel: panel({ moderator: true }) })))).toBe(false);
+    const otherOwner = goalContract({ decision_owner: 'other-owner' });
+    expect(isSameStart(state, startedBy({ ...startCommand({ goal: otherOwner }), actor: 'other-owner' } as never))).toBe(false);
   });
 
   it('given dissent that retains review-1#issue-10, when asked whether it retains review-1#issue-1 (or c10 retains c1), then no: a mention is the whole id (17.2)', () => {

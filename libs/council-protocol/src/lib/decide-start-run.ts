@@ -3,12 +3,12 @@ import { StartRun } from './commands';
 import { COUNCIL_EVENT_TYPES as E, levelNumber } from './contracts';
 import { envelope } from './decide-support';
 import { CouncilError } from './errors';
-import { CouncilEvent } from './events';
+import { CouncilEvent, RunStarted } from './events';
 import { parseGoalContract, runDomain } from './goal-contract';
 import { diversityProfile, holdsRole, memberRoles, parsePanel } from './member-descriptor';
 import { parseCouncilPolicy } from './policy';
 import { CouncilRunState } from './state';
-import { fail } from './validation';
+import { fail, stableJson } from './validation';
 
 /**
  * Spec 9, steps 0 and 1: align the GoalContract and assemble the panel and its diversity profile
@@ -89,4 +89,31 @@ export function decideStartRun(command: StartRun, state: CouncilRunState): Counc
     roles,
   });
   return [started, assembled];
+}
+
+/**
+ * Is the stored run the one this RunStarted would start? A start's event ids derive from the run
+ * id alone, so the log takes any start of an existing run for a retry of it: only the same request
+ * (actor, GoalContract, panel, policy, ACP origin) is one. What the service draws for each attempt
+ * (the seed, and the chair order a chair selection derives from it) is not compared.
+ */
+export function isSameStart(state: CouncilRunState, started: RunStarted): boolean {
+  if (state.status === 'empty') return false;
+  const first = state.goal_contract_revisions[0];
+  const policy = (p: Record<string, unknown>) => ({ ...p, chair_order: undefined });
+  const stored = {
+    actor: first?.revised_by,
+    goal_contract: first?.goal_contract,
+    panel: state.panel,
+    policy: policy(state.policy as unknown as Record<string, unknown>),
+    acp_origin: state.acp_origin,
+  };
+  const asked = {
+    actor: started.actor,
+    goal_contract: started.data.goal_contract,
+    panel: started.data.panel,
+    policy: policy(started.data.policy as unknown as Record<string, unknown>),
+    acp_origin: started.data.acp_origin,
+  };
+  return stableJson(stored) === stableJson(asked);
 }

@@ -30,7 +30,7 @@ export { decideDeclineFrameChallenge, decideReviseGoalContract } from './decide-
 export { decideInterruptRun } from './decide-human-interrupt';
 export { decideRecordDecisionBridge, decideResolveValueChoice } from './decide-acp-bridge';
 export { decideRecordOutcome, decideRecordStructuredOutcome } from './decide-outcomes';
-export { decideStartRun } from './decide-start-run';
+export { decideStartRun, isSameStart } from './decide-start-run';
 export { decideSubmitTaskResult } from './decide-member-answers';
 
 /**
