@@ -96,6 +96,17 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     rmSync(keyDir, { recursive: true, force: true });
   });
 
+  /** The refusals audited for an ACP proposal under `action`, once there is at least one. */
+  const auditedRefusals = (proposalId: string, action: string, what: string) =>
+    eventually(
+      async () => {
+        const found = await h.auditEntries({ proposal_id: proposalId, action });
+        return found.length > 0 ? found : undefined;
+      },
+      15_000,
+      what,
+    );
+
   /** The members of panel `tag`, each signing its answers. */
   function seat(tag: string, behaviour: ScriptedBehaviour = { score: () => 3 }) {
     const { proposers, chair } = panelOf(tag);
@@ -284,12 +295,9 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     await eventually(async () => (council().get(AcpReactions).backlog === 0 ? true : undefined), 10_000, 'no reaction left');
     await expect(owners.alice().get(`acp_${forgedAsk.proposal_id}`)).rejects.toMatchObject({ code: 'RUN_NOT_FOUND' });
     // Mallory's request is on the audit chain as a refusal, once, in her name; alice's is not.
-    const refused = await eventually(
-      async () => {
-        const found = await h.auditEntries({ proposal_id: forgedAsk.proposal_id, action: 'rejected:council.acp.start-run' });
-        return found.length > 0 ? found : undefined;
-      },
-      15_000,
+    const refused = await auditedRefusals(
+      forgedAsk.proposal_id,
+      'rejected:council.acp.start-run',
       'the refused deliberation request audited',
     );
     expect(refused).toHaveLength(1);
@@ -314,14 +322,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
       policy: { stage_timeout_ms: 10_000 },
     });
     expect((await councilDecisions.waitFor(runId)).terminal_state).toBe('decided');
-    const refused = await eventually(
-      async () => {
-        const found = await h.auditEntries({ proposal_id: ask.proposal_id, action: 'rejected:council.acp.bridge' });
-        return found.length > 0 ? found : undefined;
-      },
-      15_000,
-      'the refused post audited',
-    );
+    const refused = await auditedRefusals(ask.proposal_id, 'rejected:council.acp.bridge', 'the refused post audited');
     await eventually(async () => (council().get(AcpReactions).backlog === 0 ? true : undefined), 10_000, 'no reaction left');
     expect(await h.auditEntries({ proposal_id: ask.proposal_id, action: 'rejected:council.acp.bridge' })).toHaveLength(1);
     expect(refused[0]).toMatchObject({
@@ -352,14 +353,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
       bridge: { quorum: 1 },
     });
     expect((await councilDecisions.waitFor(runId)).terminal_state).toMatch(/^decided/);
-    const refused = await eventually(
-      async () => {
-        const found = await h.auditEntries({ proposal_id: ask.proposal_id, action: 'rejected:council.acp.bridge' });
-        return found.length > 0 ? found : undefined;
-      },
-      15_000,
-      'the refused post audited',
-    );
+    const refused = await auditedRefusals(ask.proposal_id, 'rejected:council.acp.bridge', 'the refused post audited');
     expect(refused[0]).toMatchObject({
       actor: 'mallory',
       outcome: 'rejected',

@@ -13,6 +13,8 @@ export { deciderConfigFrom, runtimeProviders, systemClock, ulidGenerator } from 
 export type { Clock, IdGenerator } from './lib/runtime';
 export { CommandContext } from './lib/command-context';
 export { answerAuthenticated } from './lib/authenticated-command';
+export type { RefusedReply } from './lib/authenticated-command';
+export type { TypedRefusal } from './lib/auth/rejection-recorder';
 // authentication, authorization, rejection records (docs/security.md)
 export { AuthenticatedServiceConfig, authSettingsOf } from './lib/auth/auth-config';
 export type { AuthSettings } from './lib/auth/auth-config';
