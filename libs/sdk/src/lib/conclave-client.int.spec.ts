@@ -55,3 +55,18 @@ describe('ConclaveClient requests: headers', () => {
     expect(received[0].headers?.get('traceparent')).toBe(`00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`);
   });
 });
+
+describe('ConclaveClient: a connection of its own', () => {
+  it('given a client that connects itself, its connection reconnects without limit and builds no stack trace per request', async () => {
+    const client = await ConclaveClient.connect({ servers: process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222' });
+    try {
+      // nats.js keeps the options it connected with; the defaults would give up after 10 attempts.
+      const options = (client.nc as unknown as { options: { maxReconnectAttempts?: number; noAsyncTraces?: boolean } }).options;
+
+      expect(options.maxReconnectAttempts).toBe(-1);
+      expect(options.noAsyncTraces).toBe(true);
+    } finally {
+      await client.close();
+    }
+  });
+});
