@@ -4,10 +4,12 @@ import { CouncilTaskRequest } from './controller';
 import { decide, MAX_REFUSALS_PER_TASK } from './decide';
 import { CouncilEvent, RoundClosed } from './events';
 import { buildRunRecord, runReaderRole, runRecordFor } from './run-record';
+import { validateAnswerMessage } from './member-answers';
 import { foldRun, StartedRun } from './state';
 import {
   Behaviour,
   Driven,
+  candidateArtifact,
   decisionFor,
   defaultBehaviour,
   drive,
@@ -420,6 +422,25 @@ describe('spec 17.1 budgets count every spend, and tasks say what is left', () =
       const next = drive(startCommand(), () => ({ kind: 'silent' }), { from: d });
       expect(terminal(next)).toMatchObject({ terminal_state: 'budget-exhausted-best-checkpoint', reason: 'max-cost' });
     });
+  });
+
+  it('given an answer that reports a fractional token count, when submitted or refused, then SCHEMA_VIOLATION at usage.tokens and nothing is recorded', () => {
+    const d = drive(startCommand(), (req, id, st) => (id === 'member-operator-01' ? { kind: 'silent' } : defaultBehaviour()(req, id, st)), {
+      stopWhen: (x) => x.state.status === 'running' && x.state.candidate_order.length === 2,
+    });
+    const task = 'run-1:1:proposal:member-operator-01';
+    const base = { task_id: task, member_id: 'member-operator-01', usage: { cost: 1, tokens: 1.5 }, now: d.now };
+    const commands = [
+      { ...base, type: C.SubmitTaskResult, artifact: candidateArtifact('member-operator-01') },
+      { ...base, type: C.ReportTaskFailure, detail: 'UNAVAILABLE: model down' },
+      { ...base, type: C.RecordRefusedAnswer, error: { code: 'SCHEMA_VIOLATION', message: 'position: required' } },
+    ] as const;
+    for (const command of commands)
+      expect(() => decide(command, d.state)).toThrow(expect.objectContaining({ code: 'SCHEMA_VIOLATION', field: 'usage.tokens' }));
+    expect(validateAnswerMessage({ run_id: 'run-1', task_id: task, ok: true, artifact: {}, usage: { tokens: 2 } })).toBeDefined();
+    expect(() => validateAnswerMessage({ run_id: 'run-1', task_id: task, ok: true, artifact: {}, usage: { tokens: 1.5 } })).toThrow(
+      expect.objectContaining({ code: 'SCHEMA_VIOLATION', field: 'usage.tokens' }),
+    );
   });
 
   it('given a member that reports a failure with usage, when recorded, then the spend counts', () => {

@@ -38,7 +38,8 @@ export function parseUsage(value: unknown): Usage | undefined {
   const o = record(value, 'usage');
   const u: Usage = {};
   if (o['cost'] !== undefined) u.cost = num(o, 'cost', 'usage', { min: 0 });
-  if (o['tokens'] !== undefined) u.tokens = num(o, 'tokens', 'usage', { min: 0 });
+  // Tokens are counted, not measured: a fraction is a member's error, as max_tokens is an integer.
+  if (o['tokens'] !== undefined) u.tokens = num(o, 'tokens', 'usage', { min: 0, integer: true });
   return u;
 }
 

@@ -279,7 +279,7 @@ export const ANSWER_SCHEMAS = {
 const usage = {
   type: 'object',
   additionalProperties: false,
-  properties: { cost: { type: 'number', minimum: 0 }, tokens: { type: 'number', minimum: 0 } },
+  properties: { cost: { type: 'number', minimum: 0 }, tokens: { type: 'integer', minimum: 0 } },
 } as const;
 const errorBody = {
   type: 'object',
