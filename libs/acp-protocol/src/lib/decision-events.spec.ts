@@ -24,10 +24,13 @@ describe('11 decision events', () => {
     expect(decisionsOf([submit({ quorum: 1 }), endorse('a', F), resolveByQuorum()]).map((x) => x.d.outcome)).toEqual(['approved']);
     expect(decisionsOf([submit({ quorum: 1 }), challenge('a', F), resolveByQuorum()]).map((x) => x.d.outcome)).toEqual(['rejected']);
     expect(decisionsOf([submit(), expire(min(5))]).map((x) => x.d.outcome)).toEqual(['expired']);
-    expect(decisionsOf([submit(), escalate(), resolveEscalation('rejected')]).map((x) => [x.d.outcome, x.d.trigger])).toEqual([
-      ['escalated', 'manual'],
-      ['rejected', 'manual'],
+    const resolved = decisionsOf([submit(), escalate(), resolveEscalation('rejected')]);
+    expect(resolved.map((x) => [x.d.outcome, x.d.trigger, x.d.proposal_id])).toEqual([
+      ['escalated', 'manual', P1],
+      ['rejected', 'manual', P1],
     ]);
+    // Two events of one proposal: a consumer deduplicating by event_id keeps both.
+    expect(resolved[0].d.event_id).not.toBe(resolved[1].d.event_id);
   });
 
   it('11.2 / 12.6 fields, 11.3 causal lineage (caused_by = proposal_id, payload_summary), event_id = the log event id', () => {

@@ -64,6 +64,8 @@ describe('6.2 / 6.3 aggregation and outcome on exact decimals', () => {
   it('6.3 distinguishes values a float sum would merge (1e-17 more is more)', () => {
     const tally = tallyVotes([r('endorse', 0.3), r('endorse', 1e-17), r('challenge', 0.3)]);
     expect(determineOutcome(tally)).toBe('approved');
+    // ...although the reported totals, as JSON numbers, read the same.
+    expect(reportedVotes(tally)).toEqual({ votes_for: 0.3, votes_against: 0.3 });
   });
 
   it('exact decimals: shortest round-trip decimals, exponent forms, canonical strings', () => {
