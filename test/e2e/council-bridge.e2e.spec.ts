@@ -180,6 +180,15 @@ describe('council → ACP bridge end to end (apps/council + intake + resolver + 
     // Downstream readers get the run's new terminal state as a second message.
     await eventually(async () => (published(r.run_id).length >= 2 ? true : undefined), 10_000, 'the second COUNCIL_DECISIONS message');
     expect(published(r.run_id).map((m) => m.terminal_state)).toEqual(['needs-human-value-choice', 'decided-with-dissent']);
+    // The second message is the ValueChoiceResolved event: its id, and the choice it carries.
+    const service = c.h.instances.find((i) => i.name === 'council')!;
+    const log = await service.app.get<EventLog<CouncilEvent>>(EVENT_LOG).read(councilRunStream(r.run_id));
+    const choice = log.events.filter((e) => e.event.type === 'ValueChoiceResolved');
+    expect(choice).toHaveLength(1);
+    const second = published(r.run_id)[1];
+    expect(second.event_id).toBe(choice[0].event.event_id);
+    expect(second.value_choice).toEqual(choice[0].event.data);
+    expect(second.value_choice).toMatchObject({ outcome: 'approved', chosen_by: owner, terminal_state: 'decided-with-dissent' });
   });
 
   it('a human resolution while the council service is down resumes the run once it is back, exactly once', async () => {

@@ -11,6 +11,7 @@ import {
   Usage,
   validateAnswerContent,
   validateTask,
+  ValueChoiceResolved,
 } from '@conclave/council-protocol';
 import {
   COUNCIL_COMMANDS,
@@ -460,6 +461,11 @@ export interface CouncilDecisionMessage {
   decided_at: string;
   decision_record: Record<string, unknown> | null;
   note?: string;
+  /**
+   * On the run's second message, after its decision owner settled a value choice through ACP:
+   * the choice, and the run's terminal state after it (`terminal_state` above says the same).
+   */
+  value_choice?: ValueChoiceResolved['data'];
 }
 
 export interface CouncilClientOptions {
