@@ -191,6 +191,31 @@ describe('council → ACP bridge end to end (apps/council + intake + resolver + 
     expect(second.value_choice).toMatchObject({ outcome: 'approved', chosen_by: owner, terminal_state: 'decided-with-dissent' });
   });
 
+  it('given bridge options ACP would refuse of the proposal (a weighted policy without its threshold), when the run is posted, then ACP_REFUSED and ACP holds nothing of the run; the corrected post goes through', async () => {
+    const r = await council('billing.refused');
+    const refused = await request<{ ok: false; error: { code: string; field?: string } }>('acp.propose', {
+      run_id: r.run_id,
+      quorum: 2,
+      quorum_policy: { kind: 'weighted' },
+      actor: owner,
+    });
+    expect(refused).toMatchObject({ ok: false, error: { code: 'ACP_REFUSED', field: 'quorum_policy.threshold' } });
+    const between = new Date().toISOString();
+
+    const bridged = await request<Bridged>('acp.propose', {
+      run_id: r.run_id,
+      quorum: 2,
+      quorum_policy: { kind: 'weighted', threshold: 1 },
+      actor: owner,
+    });
+    expect(bridged).toMatchObject({ ok: true, status: 'pending' });
+    // The observation's ids derive from the run: had the refused post left it in ACP, the corrected
+    // one would have found it there, resolved before the refusal was answered.
+    const observation = await c.h.client.get(bridged.observation_id);
+    expect((observation.resolution?.decided_at ?? '') > between).toBe(true);
+    expect(await c.h.client.get(bridged.proposal_id)).toMatchObject({ quorum_policy: { kind: 'weighted', threshold: 1 } });
+  });
+
   it('a human resolution while the council service is down resumes the run once it is back, exactly once', async () => {
     const r = await council('billing.retention', valueConflictBehaviour());
     const bridged = await request<Bridged>('acp.propose', { run_id: r.run_id, quorum: 3, actor: owner });

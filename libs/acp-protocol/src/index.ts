@@ -178,6 +178,7 @@ export {
   decideRecordResponse,
   decideResolveEscalation,
   decideResolveProposal,
+  checkSubmission,
   decideSubmitProposal,
 } from './lib/proposal.decider';
 export type { DeciderConfig } from './lib/proposal.decider';

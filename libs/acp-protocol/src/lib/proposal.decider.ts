@@ -76,16 +76,14 @@ function quorumResolution(state: PendingProposal, config: DeciderConfig, now: st
 
 // ---- one function per command ----
 
-/** 4.3, 14.4 (an identical retry is not a duplicate: nothing to do), 4.2, 10.1 item 3, 11.3. */
-export function decideSubmitProposal(command: SubmitProposal, state: ProposalState, config: DeciderConfig): ProposalEvent[] {
-  checkMetadata(command);
-  const d = command.data;
-  assertUlid(d.proposal_id, 'proposal_id');
-  if (state.status !== 'initial') {
-    // A retry of the same proposal by its author changes nothing; the edge replies from the state.
-    if (isSameSubmission(state.proposal, command)) return [];
-    throw new AcpError('DUPLICATE_PROPOSAL_ID', `proposal_id ${d.proposal_id} already exists with other content (14.4)`, 'proposal_id');
-  }
+/**
+ * The rules of a submission that need no state (7.1 quorum, timestamps, 9.3 and 11.3 link
+ * shapes): what ACP refuses of an entry whatever its log holds, for a writer that must know
+ * before it posts (the Council's bridge posts two entries, the second caused by the first).
+ */
+export function checkSubmission(
+  d: Pick<SubmitProposal['data'], 'proposal_id' | 'type' | 'quorum' | 'created_at' | 'expires_at' | 'depends_on' | 'caused_by'>,
+): void {
   if (!Number.isSafeInteger(d.quorum) || d.quorum < 1) {
     throw new AcpError('SCHEMA_VIOLATION', 'quorum must be an integer >= 1 (7.1)', 'quorum');
   }
@@ -111,6 +109,21 @@ export function decideSubmitProposal(command: SubmitProposal, state: ProposalSta
   causedBy.forEach((id, i) => assertUlid(id, `caused_by.${i}`));
   if (new Set(causedBy).size !== causedBy.length) throw new AcpError('SCHEMA_VIOLATION', 'caused_by must not repeat an id', 'caused_by');
   if (causedBy.includes(d.proposal_id)) throw new AcpError('SCHEMA_VIOLATION', 'caused_by must not contain the entry itself', 'caused_by');
+}
+
+/** 4.3, 14.4 (an identical retry is not a duplicate: nothing to do), 4.2, 10.1 item 3, 11.3. */
+export function decideSubmitProposal(command: SubmitProposal, state: ProposalState, config: DeciderConfig): ProposalEvent[] {
+  checkMetadata(command);
+  const d = command.data;
+  assertUlid(d.proposal_id, 'proposal_id');
+  if (state.status !== 'initial') {
+    // A retry of the same proposal by its author changes nothing; the edge replies from the state.
+    if (isSameSubmission(state.proposal, command)) return [];
+    throw new AcpError('DUPLICATE_PROPOSAL_ID', `proposal_id ${d.proposal_id} already exists with other content (14.4)`, 'proposal_id');
+  }
+  checkSubmission(d);
+  const dependsOn = d.depends_on ?? [];
+  const causedBy = d.caused_by ?? [];
   const details: ProposalDetails = {
     schema_version: WIRE_SCHEMA_VERSION,
     proposal_id: d.proposal_id,

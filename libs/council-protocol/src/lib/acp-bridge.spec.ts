@@ -13,8 +13,8 @@ import { T0, at, conflictMapFor, defaultBehaviour, drive, goalContract, panel, s
 
 const OWNER = 'human-owner';
 const SERVICE = 'council-service';
-const PROPOSAL_ID = '01KBRIDGEPR0P0SA100000000A';
-const OBSERVATION_ID = '01KBRIDGE0BSERVAT10N00000A';
+const PROPOSAL_ID = '01KBR1DGEPR0P0SA100000000A';
+const OBSERVATION_ID = '01KBR1DGE0BSERVAT10N00000A';
 const ORIGIN_ID = '01KOR1G1NPR0P0SA1000000000';
 
 const valueConflict = {
@@ -137,6 +137,29 @@ describe('the bridge to ACP: entries posted by the council service for the owner
         field: 'goal_contract.decision_owner',
       });
     }
+  });
+
+  it('given bridge options ACP would refuse of the proposal alone, when the entries are built, then ACP_REFUSED at the field ACP names: nothing is posted, not even the observation', () => {
+    const run = drive(startCommand(), defaultBehaviour()).state as StartedRun;
+    const ids = { observation_id: OBSERVATION_ID, proposal_id: PROPOSAL_ID };
+    const build = (options: Parameters<typeof acpBridgeEntries>[2]) => () =>
+      acpBridgeEntries(run, ids, options, { author: SERVICE, requested_by: OWNER });
+    // A weighted policy needs its threshold (7.2); a count threshold is the quorum (7.1).
+    expect(refusal(build({ quorum: 2, quorum_policy: { kind: 'weighted' } }))).toEqual({
+      code: 'ACP_REFUSED',
+      field: 'quorum_policy.threshold',
+    });
+    expect(refusal(build({ quorum: 2, quorum_policy: { kind: 'count', threshold: 3 } }))).toEqual({
+      code: 'ACP_REFUSED',
+      field: 'quorum_policy.threshold',
+    });
+    // An expiry no later than the entry's creation (the decision's time).
+    const decidedAt = acpBridgeEntries(run, ids, { quorum: 2 }, { author: SERVICE, requested_by: OWNER }).proposal['created_at'] as string;
+    expect(refusal(build({ quorum: 2, expires_at: decidedAt }))).toEqual({ code: 'ACP_REFUSED', field: 'expires_at' });
+    // What ACP accepts is built as before.
+    expect(build({ quorum: 2, quorum_policy: { kind: 'weighted', threshold: 1.5 } })().proposal).toMatchObject({
+      quorum_policy: { kind: 'weighted', threshold: 1.5 },
+    });
   });
 
   it('given a recorded bridge, when the same post is recorded again, then nothing is appended; another post of the run is refused', () => {

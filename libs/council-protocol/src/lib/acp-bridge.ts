@@ -1,3 +1,4 @@
+import { AcpError, checkSubmission, parseProposeRequest } from '@conclave/acp-protocol';
 import { CouncilError } from './errors';
 import { runDomain } from './goal-contract';
 import { StartedRun } from './state';
@@ -194,7 +195,26 @@ export function acpBridgeEntries(
         requested_by: parties.author,
       }
     : null;
+  requireAcpAccepts(observation);
+  requireAcpAccepts(proposal);
   return { observation, proposal, escalation };
+}
+
+/**
+ * ACP's own rules for an entry that need no ACP state (its wire validation, and the stateless
+ * rules of a submission), applied before anything is posted: the proposal is posted after the
+ * observation it is caused by, and a proposal refused then would leave the observation in ACP
+ * with no bridge recorded for it. ACP_REFUSED at the field ACP would name. What depends on ACP's
+ * state (grants, causes, the domain's policy document) meets the observation first, alike.
+ */
+function requireAcpAccepts(entry: Record<string, unknown>): void {
+  try {
+    const request = parseProposeRequest(entry);
+    checkSubmission({ ...request, proposal_id: entry['proposal_id'] as string });
+  } catch (err) {
+    if (!(err instanceof AcpError)) throw err;
+    throw new CouncilError('ACP_REFUSED', `ACP would refuse the ${String(entry['type'])}: ${err.code}: ${err.message}`, err.field);
+  }
 }
 
 /** Who may make a run's value choice (8.5): its decision owner, or a value owner an open value conflict names. */
