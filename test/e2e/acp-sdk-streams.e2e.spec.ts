@@ -1,8 +1,8 @@
 import { acpSubjects, acpStreamNames } from '@conclave/messaging';
 import type { DecisionEvent, Proposal } from '@conclave/acp-protocol';
-import { ConclaveError } from '@conclave/sdk';
+import { ConclaveClient, ConclaveError, provisionFeed } from '@conclave/sdk';
 import { ulid } from 'ulid';
-import { ConclaveHarness } from '../support/conclave-harness';
+import { ConclaveHarness, NATS_URL } from '../support/conclave-harness';
 
 /** Reads `iterator` until `enough` says so, then ends it through its AbortController (everything read is acknowledged). */
 async function readUntil<T>(iterator: AsyncGenerator<T>, stop: AbortController, enough: (seen: T[]) => boolean): Promise<T[]> {
@@ -88,6 +88,77 @@ describe('SDK: created_at by default, decisions() validated, proposals() followe
     );
     expect(session2.map((p) => p.proposal_id)).toEqual([p3.proposal_id]);
     await (await h.nc.jetstreamManager()).consumers.delete(acpStreamNames(h.run).proposals, durable);
+  });
+
+  /**
+   * One reader session on a provisioned feed (docs/consumers.md): a client of its own connection
+   * binds to the durable, reads `count` items, stops and disconnects (its acknowledgements flushed).
+   */
+  async function boundSession<T>(follow: (reader: ConclaveClient, signal: AbortSignal) => AsyncGenerator<T>, count: number): Promise<T[]> {
+    const reader = await ConclaveClient.connect({ servers: NATS_URL, prefix: h.prefix, streamSuffix: h.run });
+    try {
+      const stop = new AbortController();
+      return await readUntil(follow(reader, stop.signal), stop, (seen) => seen.length >= count);
+    } finally {
+      await reader.close();
+    }
+  }
+
+  it('given a feed provisioned on ACP_PROPOSALS for a domain, when a bound reader reads two proposals and stops, two more arrive, and a new reader binds to the same durable, then it receives exactly the two new ones', async () => {
+    // Given: an operator provisions the feed (what `conclave feeds provision` runs), filtered on one domain.
+    const domain = `review.f${ulid().toLowerCase()}`;
+    const durable = `feed-reviewer-${ulid()}`;
+    const stream = acpStreamNames(h.run).proposals;
+    const jsm = await h.nc.jetstreamManager();
+    const feed = await provisionFeed(jsm, { stream, durable, filter: acpSubjects(h.prefix).proposals(domain) });
+    expect(feed.created).toBe(true);
+    const consumers = (await jsm.streams.info(stream)).state.consumer_count;
+    const propose = (n: number) => h.client.propose({ domain, author: 'alice', payload: { n }, quorum: 2 });
+    const follow = (reader: ConclaveClient, signal: AbortSignal) => reader.proposals({ durable, bind: true, signal });
+    const p1 = await propose(1);
+    const p2 = await propose(2);
+
+    // When: the first reader reads them and stops; two more arrive while nobody reads; a new reader binds.
+    const session1 = await boundSession(follow, 2);
+    const p3 = await propose(3);
+    const p4 = await propose(4);
+    const session2 = await boundSession(follow, 2);
+
+    // Then: the second reader starts after the last proposal the first one read: none twice, none missed.
+    expect(session1.map((p) => p.proposal_id)).toEqual([p1.proposal_id, p2.proposal_id]);
+    expect(session2.map((p) => p.proposal_id)).toEqual([p3.proposal_id, p4.proposal_id]);
+    expect(await jsm.consumers.info(stream, durable)).toMatchObject({ num_pending: 0, num_ack_pending: 0, num_redelivered: 0 });
+    // Binding created no consumer: the feed is the one the operator made.
+    expect((await jsm.streams.info(stream)).state.consumer_count).toBe(consumers);
+    await jsm.consumers.delete(stream, durable);
+  });
+
+  it('given a feed provisioned on ACP_DECISIONS for a domain, when a bound reader reads two decisions and stops, two more are decided, and a new reader binds to the same durable, then it receives exactly the two new ones', async () => {
+    // Given: the operator's feed of one domain's decisions; observations are decided on submission (auto-resolved).
+    const domain = `feed.d${ulid().toLowerCase()}`;
+    const durable = `feed-downstream-${ulid()}`;
+    const stream = acpStreamNames(h.run).decisions;
+    const jsm = await h.nc.jetstreamManager();
+    const feed = await provisionFeed(jsm, { stream, durable, filter: acpSubjects(h.prefix).decisions(domain) });
+    expect(feed.created).toBe(true);
+    const consumers = (await jsm.streams.info(stream)).state.consumer_count;
+    const observe = async (n: number) =>
+      (await h.client.propose({ type: 'observation', domain, author: 'alice', payload: { n }, quorum: 1 })).proposal_id;
+    const follow = (reader: ConclaveClient, signal: AbortSignal) => reader.decisions({ durable, bind: true, signal });
+    const first = [await observe(1), await observe(2)];
+
+    // When: the first reader reads both decisions and stops; two more are decided; a new reader binds.
+    const session1 = await boundSession(follow, 2);
+    const later = [await observe(3), await observe(4)];
+    const session2 = await boundSession(follow, 2);
+
+    // Then: each decision is read once, by the session that was reading when it came.
+    expect(session1.map((d) => d.proposal_id).sort()).toEqual([...first].sort());
+    expect(session2.map((d) => d.proposal_id).sort()).toEqual([...later].sort());
+    expect(new Set([...session1, ...session2].map((d) => d.event_id)).size).toBe(4);
+    expect(await jsm.consumers.info(stream, durable)).toMatchObject({ num_pending: 0, num_ack_pending: 0, num_redelivered: 0 });
+    expect((await jsm.streams.info(stream)).state.consumer_count).toBe(consumers);
+    await jsm.consumers.delete(stream, durable);
   });
 
   it('given an observation, then it is not offered for review on acp.v1.proposals (only entries of type proposal are)', async () => {

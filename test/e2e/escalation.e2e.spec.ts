@@ -1,4 +1,5 @@
-import { proposalStream } from '@conclave/acp-protocol';
+import { PROPOSAL_EVENT_TYPES, proposalStream } from '@conclave/acp-protocol';
+import type { ProposalEvent } from '@conclave/acp-protocol';
 import type { EventLog } from '@conclave/event-log';
 import { EVENT_LOG } from '@conclave/service-kit';
 import { acpStreamNames } from '@conclave/messaging';
@@ -179,5 +180,113 @@ describe('escalation service over NATS (acp.v1.resolve, inbox queries, notificat
     // the escalation itself, published by the resolver's outbox with its decision event
     expect(seen.some((s) => (s.body['decision'] as { proposal_id?: string } | undefined)?.proposal_id === id)).toBe(true);
     await jsm.consumers.delete(stream, ci.name);
+  });
+});
+
+/** Route configuration A, then B after a restart: same domains, other assignees and another ladder. */
+const LADDER_STEP_MS = 300;
+const ROUTES_A = [
+  {
+    id: 'route-a',
+    domain_prefix: 'desk',
+    assignees: ['human-a'],
+    ladder: [
+      { action: 'remind', after_ms: LADDER_STEP_MS },
+      { action: 'default', after_ms: 3 * LADDER_STEP_MS, outcome: 'rejected' },
+    ],
+  },
+];
+const ROUTES_B = [
+  {
+    id: 'route-b',
+    domain_prefix: 'desk',
+    assignees: ['human-b'],
+    ladder: [
+      { action: 'reassign', after_ms: LADDER_STEP_MS, to: ['human-b2'] },
+      { action: 'default', after_ms: LADDER_STEP_MS, outcome: 'approved' },
+    ],
+  },
+];
+
+/**
+ * docs/escalation.md, Assignees: the desk records the route (assignees, ladder, sign-off) when it
+ * takes an escalation, and later configuration changes do not touch it.
+ */
+describe('escalation service: a routed escalation keeps its route across a configuration change (restart)', () => {
+  const h = new ConclaveHarness({ CONCLAVE_ESCALATION_ROUTES: JSON.stringify(ROUTES_A), CONCLAVE_LADDER_SWEEP_INTERVAL_MS: '1000' });
+  let decisions: DecisionCollector;
+
+  beforeAll(async () => {
+    await h.start('intake', 'resolver', 'escalation');
+    decisions = new DecisionCollector(h.client);
+  });
+  afterAll(() => h.stop());
+
+  async function escalated(): Promise<string> {
+    const p = await h.client.propose({
+      domain: 'desk.pricing',
+      author: 'agent-pricing',
+      payload: { pct: 5 },
+      quorum: 3,
+      created_at: now(),
+    });
+    await h.client.escalate(p.proposal_id, { reason: 'needs a human', requested_by: 'agent-pricing' });
+    await decisions.waitFor(p.proposal_id, 1);
+    return p.proposal_id;
+  }
+  const routed = (id: string) =>
+    eventually(
+      async () => (await h.client.escalations({ status: 'all' })).find((e) => e.proposal_id === id && e.routed),
+      10_000,
+      `${id} routed`,
+    );
+  /** The desk's events on the proposal's stream, from the log itself (intake's connection to it). */
+  const deskEvents = async (id: string) =>
+    (await h.instances[0].app.get<EventLog<ProposalEvent>>(EVENT_LOG).read(proposalStream(id))).events
+      .map((e) => e.event)
+      .filter((e) => e.type.startsWith('Escalation'));
+
+  it('given an escalation routed under configuration A, when the service restarts with configuration B, then it keeps A’s assignees and ladder (A’s default decides it), while a new escalation gets B’s', async () => {
+    // Given: routed under A; the service stops before A's default is due (so B's service is the one that applies it).
+    const old = await escalated();
+    expect(await routed(old)).toMatchObject({ route_id: 'route-a', assignees: ['human-a'] });
+    const desk = h.instances.find((i) => i.name === 'escalation');
+    if (!desk) throw new Error('no escalation service running');
+    await h.kill(desk);
+    expect((await h.client.get(old)).status).toBe('escalated');
+
+    // When: the escalation service comes back with configuration B, and a new escalation arrives.
+    h.env['CONCLAVE_ESCALATION_ROUTES'] = JSON.stringify(ROUTES_B);
+    await h.add('escalation');
+    const fresh = await escalated();
+
+    // Then: the earlier escalation follows A to its end: reminded, never reassigned, A's default outcome.
+    const [, oldFinal] = await decisions.waitFor(old, 2);
+    expect(oldFinal).toMatchObject({ outcome: 'rejected', trigger: 'timeout', ladder_default: true });
+    const oldEvents = await deskEvents(old);
+    expect(oldEvents.map((e) => e.type)).toEqual([
+      PROPOSAL_EVENT_TYPES.EscalationRouted,
+      PROPOSAL_EVENT_TYPES.EscalationReminded,
+      PROPOSAL_EVENT_TYPES.EscalationDefaulted,
+    ]);
+    expect(oldEvents[0]).toMatchObject({ data: { routing: { route_id: 'route-a', assignees: ['human-a'], ladder: ROUTES_A[0].ladder } } });
+    const oldEntry = await eventually(
+      async () => (await h.client.escalations({ status: 'all' })).find((e) => e.proposal_id === old && e.status !== 'open'),
+      10_000,
+      `${old} closed in the inbox`,
+    );
+    expect(oldEntry).toMatchObject({ route_id: 'route-a', assignees: ['human-a'], status: 'resolved' });
+    // The new one is routed under B: B's assignees, B's reassignment, B's default outcome.
+    expect(await routed(fresh)).toMatchObject({ route_id: 'route-b' });
+    const [, freshFinal] = await decisions.waitFor(fresh, 2);
+    expect(freshFinal).toMatchObject({ outcome: 'approved', trigger: 'timeout', ladder_default: true });
+    const freshEvents = await deskEvents(fresh);
+    expect(freshEvents.map((e) => e.type)).toEqual([
+      PROPOSAL_EVENT_TYPES.EscalationRouted,
+      PROPOSAL_EVENT_TYPES.EscalationReassigned,
+      PROPOSAL_EVENT_TYPES.EscalationDefaulted,
+    ]);
+    expect(freshEvents[0]).toMatchObject({ data: { routing: { route_id: 'route-b', assignees: ['human-b'] } } });
+    expect(freshEvents[1]).toMatchObject({ data: { from: ['human-b'], to: ['human-b2'] } });
   });
 });
