@@ -112,6 +112,32 @@ describe('spec 9 protocol lifecycle: the run as a state machine over events', ()
     expect(decide(cmd, s)).toEqual([]);
     expect(() => decide({ ...cmd, event_id: 'other' }, s)).toThrow(expect.objectContaining({ code: 'TASK_ALREADY_SETTLED' }));
   });
+
+  it('given answers recorded before the run ended (the chair’s decision, a reported failure), when resent after the end, then nothing is appended and nothing refused; another member’s answer, or another event id, is still refused', () => {
+    const failing = 'member-operator-01';
+    const behaviour = defaultBehaviour();
+    const d = drive(startCommand(), (req, id, st) =>
+      id === failing && req.stage === 'proposal' ? { kind: 'fail' } : behaviour(req, id, st),
+    );
+    expect(d.state.status).toBe('terminated');
+    const synthesis = d.requests.find((r) => r.stage === 'synthesis')!;
+    const chair = synthesis.task_id.split(':').pop() as string;
+    const resentDecision = {
+      type: C.SubmitTaskResult,
+      task_id: synthesis.task_id,
+      member_id: chair,
+      artifact: behaviour(synthesis, chair, d.state),
+      now: d.now,
+    } as const;
+    expect(decide(resentDecision, d.state)).toEqual([]);
+    const failed = d.requests.find((r) => r.stage === 'proposal' && r.task_id.endsWith(failing))!;
+    expect(
+      decide({ type: C.ReportTaskFailure, task_id: failed.task_id, member_id: failing, detail: 'provider error', now: d.now }, d.state),
+    ).toEqual([]);
+    // The resend is the same member's: another member, or another event id, is judged as before.
+    expect(() => decide({ ...resentDecision, member_id: failing }, d.state)).toThrow(expect.objectContaining({ code: 'INVALID_STATE' }));
+    expect(() => decide({ ...resentDecision, event_id: 'other' }, d.state)).toThrow(expect.objectContaining({ code: 'INVALID_STATE' }));
+  });
 });
 
 describe('spec 9 restart mid-run: a restarted controller folds the log and never re-issues an answered task', () => {

@@ -4,7 +4,7 @@ import { SubmitTaskResult } from './commands';
 import { parseConflictMap } from './conflict-map';
 import { COUNCIL_EVENT_TYPES as E, TaskStage } from './contracts';
 import { parseDecisionRecord } from './decision-record';
-import { envelope, openTask, parseUsage, requireRunning } from './decide-support';
+import { envelope, openTask, parseUsage, requireRunning, settledBefore } from './decide-support';
 import { CouncilError } from './errors';
 import { CouncilEvent, CouncilEventEnvelope, Usage } from './events';
 import { parseFrameCheck } from './frame-check';
@@ -46,8 +46,9 @@ const ANSWER_RULES: Record<TaskStage, (a: Answer) => CouncilEvent[]> = {
  * is then judged by the rule of the task's stage. A redelivered answer (same event id) is a no-op.
  */
 export function decideSubmitTaskResult(command: SubmitTaskResult, state: CouncilRunState): CouncilEvent[] {
-  const run = requireRunning(state);
   const eventId = command.event_id ?? `${command.task_id}:result`;
+  if (settledBefore(state, command.task_id, command.member_id, eventId)) return [];
+  const run = requireRunning(state);
   const task = openTask(run, command.task_id, command.member_id, eventId);
   if (task === null) return [];
   if (instantMs(command.now, 'now') > instantMs(task.deadline, 'deadline')) {

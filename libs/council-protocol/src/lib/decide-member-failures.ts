@@ -1,6 +1,6 @@
 import { ExpireTask, RecordRefusedAnswer, ReportTaskFailure } from './commands';
 import { COUNCIL_EVENT_TYPES as E } from './contracts';
-import { envelope, openTask, parseUsage, requireRunning } from './decide-support';
+import { envelope, openTask, parseUsage, requireRunning, settledBefore } from './decide-support';
 import { CouncilError } from './errors';
 import { CouncilEvent } from './events';
 import { CouncilRunState } from './state';
@@ -12,8 +12,9 @@ import { fail, instantMs } from './validation';
  */
 
 export function decideReportTaskFailure(command: ReportTaskFailure, state: CouncilRunState): CouncilEvent[] {
-  const run = requireRunning(state);
   const eventId = command.event_id ?? `${command.task_id}:failed`;
+  if (settledBefore(state, command.task_id, command.member_id, eventId)) return [];
+  const run = requireRunning(state);
   const task = openTask(run, command.task_id, command.member_id, eventId);
   if (task === null) return [];
   const usage = parseUsage(command.usage);

@@ -43,6 +43,19 @@ export function parseUsage(value: unknown): Usage | undefined {
   return u;
 }
 
+/**
+ * The member's command was recorded already (its task settled by this very event id), whatever
+ * the run has become since: a resend after a lost verdict is a no-op even once the answer, or a
+ * later one, has ended the run; else the member would be told its recorded answer was refused.
+ */
+export function settledBefore(state: CouncilRunState, taskId: string, memberId: string | undefined, eventId: string): boolean {
+  if (state.status === 'empty') return false;
+  const task = state.tasks[taskId];
+  return (
+    task !== undefined && task.status !== 'issued' && task.settled_by === eventId && (memberId === undefined || task.member_id === memberId)
+  );
+}
+
 /** A task the command may settle: exists, is the member's, is still open and in time. */
 export function openTask(run: RunData, taskId: string, memberId: string | undefined, eventId: string): TaskRecord | null {
   const task = run.tasks[taskId];
