@@ -12,6 +12,14 @@ const ROUTES = [{ id: 'pricing', domain_prefix: 'strategy', assignees: ['human-p
 const now = () => new Date().toISOString();
 const tieVotes = { domain_authority: 0.9, confidence: 0.8, trust_score: 0.9 };
 
+/** The inbox entry once the desk has routed it. */
+const routedOn = (h: ConclaveHarness, id: string) =>
+  eventually(
+    async () => (await h.client.escalations({ status: 'all' })).find((e) => e.proposal_id === id && e.routed),
+    10_000,
+    `${id} routed`,
+  );
+
 /**
  * RFC 10 / Appendix C.4 end to end over NATS: a tie escalates, the escalation service takes it
  * (routes it to the domain's human), and a human resolution over `acp.v1.resolve` yields the
@@ -41,13 +49,7 @@ describe('escalation service over NATS (acp.v1.resolve, inbox queries, notificat
     return p.proposal_id;
   }
 
-  /** The inbox entry once the desk has routed it. */
-  const routed = (id: string) =>
-    eventually(
-      async () => (await h.client.escalations({ status: 'all' })).find((e) => e.proposal_id === id && e.routed),
-      10_000,
-      `${id} routed`,
-    );
+  const routed = (id: string) => routedOn(h, id);
 
   /** Events on the proposal's stream, read from the log itself. */
   const events = async (id: string) => (await h.instances[0].app.get<EventLog>(EVENT_LOG).read(proposalStream(id))).events.length;
@@ -234,12 +236,7 @@ describe('escalation service: a routed escalation keeps its route across a confi
     await decisions.waitFor(p.proposal_id, 1);
     return p.proposal_id;
   }
-  const routed = (id: string) =>
-    eventually(
-      async () => (await h.client.escalations({ status: 'all' })).find((e) => e.proposal_id === id && e.routed),
-      10_000,
-      `${id} routed`,
-    );
+  const routed = (id: string) => routedOn(h, id);
   /** The desk's events on the proposal's stream, from the log itself (intake's connection to it). */
   const deskEvents = async (id: string) =>
     (await h.instances[0].app.get<EventLog<ProposalEvent>>(EVENT_LOG).read(proposalStream(id))).events
