@@ -60,6 +60,14 @@ interface LoopDeps {
 
 class Stopped extends Error {}
 
+/** An answer neither recorded nor refused (the transport answers "send it again"). */
+class AnswerNotRecorded extends Error {
+  constructor(cause: CouncilError) {
+    super(cause.message, { cause });
+    this.name = 'AnswerNotRecorded';
+  }
+}
+
 /** A command with the `now` the edge stamped; built on the state it is decided on. */
 interface RunCommand {
   build: CommandBuilder;
@@ -191,10 +199,20 @@ class RunLoop {
   async execute(build: CommandBuilder): Promise<CouncilRunState> {
     return this.exec(async () => {
       const issued: Issued = { actions: [] };
-      const outcome = await pipeline(this.source(issued), this.runId, withController(this.subjectPrefix, issued), {
-        build,
-        now: this.now(),
-      });
+      const before = this.state;
+      let outcome: Awaited<ReturnType<typeof pipeline>>;
+      try {
+        outcome = await pipeline(this.source(issued), this.runId, withController(this.subjectPrefix, issued), {
+          build,
+          now: this.now(),
+        });
+      } catch (refusal) {
+        // A refusal decided on a re-read run (another replica's append, say the stage's last
+        // answer) still steps on what it read: the index's notice of that append finds the event
+        // applied and does not step again, and the run would wait for its deadline.
+        if (this.state !== before) await this.step().catch((err: unknown) => this.failed('step', err));
+        throw refusal;
+      }
       if (outcome.events.length > 0) {
         if (outcome.duplicate) await this.reload();
         else {
@@ -350,6 +368,8 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
   private readonly loops = new Map<string, RunLoop>();
   private readonly held = new Map<string, HeldRun>();
   private readonly adopting = new Set<string>();
+  /** The last command queued on each run not driven here (see oneAtATime). */
+  private readonly outside = new Map<string, Promise<void>>();
   private renewTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   private readonly deps: LoopDeps;
@@ -395,8 +415,8 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
 
   /**
    * Starts driving a run already in the log, if its lease is free (`resend`: the tasks it had
-   * issued go out again, same task ids). After taking over an expired lease the run is read
-   * again, so a state loaded before the previous holder's last append is never driven.
+   * issued go out again, same task ids). The run is read again unless the caller's state is still
+   * the log's, so a state loaded before another holder's last append is never driven.
    */
   async adopt(runId: string, loaded: LoadedRun, resend = false): Promise<boolean> {
     if (this.stopping || loaded.state.status !== 'running') return false;
@@ -406,7 +426,9 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
       const writtenAt = this.clock.now().getTime();
       const lease = await this.leases.acquire(runId);
       if (!lease) return false;
-      const fresh = lease.tookOver ? await this.repo.load(runId) : loaded;
+      // The caller's state may predate another replica's appends (it drove the run, perhaps to
+      // its end, and released the lease): driven only if it is still the log's.
+      const fresh = !lease.tookOver && (await this.repo.version(runId)) === loaded.version ? loaded : await this.repo.load(runId);
       if (this.stopping || fresh.state.status !== 'running') {
         await this.leases.release(lease);
         return false;
@@ -452,11 +474,32 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
   async execute(runId: string, build: CommandBuilder): Promise<CouncilRunState> {
     const loop = this.loops.get(runId);
     if (loop) return loop.execute(build);
-    const outcome = await pipeline(this.repo.source(runId), runId, commandOnly, { build, now: this.clock.now().toISOString() });
-    if (outcome.events.length === 0) return outcome.state;
-    const after = outcome.duplicate ? await this.repo.load(runId) : { state: outcome.state, version: outcome.version };
-    await this.adopt(runId, after);
-    return after.state;
+    return this.oneAtATime(runId, async () => {
+      const adopted = this.loops.get(runId);
+      if (adopted) return adopted.execute(build);
+      const outcome = await pipeline(this.repo.source(runId), runId, commandOnly, { build, now: this.clock.now().toISOString() });
+      if (outcome.events.length === 0) return outcome.state;
+      const after = outcome.duplicate ? await this.repo.load(runId) : { state: outcome.state, version: outcome.version };
+      await this.adopt(runId, after);
+      return after.state;
+    });
+  }
+
+  /**
+   * Commands on a run not driven here, one at a time per run: a burst of answers to one stage
+   * would otherwise race each other's appends in this process as well as the driver's.
+   */
+  private oneAtATime<T>(runId: string, fn: () => Promise<T>): Promise<T> {
+    const result = (this.outside.get(runId) ?? Promise.resolve()).then(fn);
+    const tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.outside.set(runId, tail);
+    void tail.then(() => {
+      if (this.outside.get(runId) === tail) this.outside.delete(runId);
+    });
+    return result;
   }
 
   onApplicationBootstrap(): void {
@@ -494,6 +537,9 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
       await this.execute(m.run_id, build);
       return { ok: true, retry: false };
     } catch (err) {
+      // The run kept changing under the answer (other answers racing it): nothing was decided
+      // about this one. Not a refusal to record with its spend; the member sends it again.
+      if (err instanceof CouncilError && err.code === 'INTERNAL') throw new AnswerNotRecorded(err);
       if (!(err instanceof CouncilError) || !m.ok) throw err;
       const error = err.toJSON();
       // A refused answer is a fact of the run, with its spend (the member may still correct it).
