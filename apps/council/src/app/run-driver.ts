@@ -474,15 +474,18 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
   async execute(runId: string, build: CommandBuilder): Promise<CouncilRunState> {
     const loop = this.loops.get(runId);
     if (loop) return loop.execute(build);
-    return this.oneAtATime(runId, async () => {
+    // Only the decision and its append are queued: adopting waits for the lease, which must not
+    // hold up the run's other commands here (the driver may be slow to give the lease up).
+    const appended = await this.oneAtATime(runId, async (): Promise<{ state: CouncilRunState; adopt?: LoadedRun }> => {
       const adopted = this.loops.get(runId);
-      if (adopted) return adopted.execute(build);
+      if (adopted) return { state: await adopted.execute(build) };
       const outcome = await pipeline(this.repo.source(runId), runId, commandOnly, { build, now: this.clock.now().toISOString() });
-      if (outcome.events.length === 0) return outcome.state;
+      if (outcome.events.length === 0) return { state: outcome.state };
       const after = outcome.duplicate ? await this.repo.load(runId) : { state: outcome.state, version: outcome.version };
-      await this.adopt(runId, after);
-      return after.state;
+      return { state: after.state, adopt: after };
     });
+    if (appended.adopt) await this.adopt(runId, appended.adopt);
+    return appended.state;
   }
 
   /**
