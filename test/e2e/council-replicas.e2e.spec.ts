@@ -1,10 +1,12 @@
-import { COUNCIL_COMMAND_TYPES as C } from '@conclave/council-protocol';
+import { COUNCIL_COMMAND_TYPES as C, COUNCIL_EVENT_TYPES as E, councilRunStream } from '@conclave/council-protocol';
+import { ConcurrencyError } from '@conclave/event-log';
 import { CouncilTask } from '@conclave/sdk';
 import { Identity, Readiness } from '@conclave/service-kit';
 import { cleanBehaviour, scriptedArtifact, scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk/testing';
 import { CouncilCommands } from '../../apps/council/src/app/council-commands';
 import { RunDriver } from '../../apps/council/src/app/run-driver';
 import { RunLeases } from '../../apps/council/src/app/run-lease';
+import { RunRepository } from '../../apps/council/src/app/run-repository';
 import { eventually } from '../support/conclave-harness';
 import { CouncilHarness } from '../support/council-harness';
 
@@ -219,5 +221,54 @@ describe('Council replicas: one driver per run (lease in JetStream KV)', () => {
     } finally {
       slowTake.mockRestore();
     }
+  });
+
+  it('given answers that keep conflicting on the replica not driving the run, when one runs out of retries, then it is neither recorded nor refused (send it again), and sent again it is recorded once with its spend', async () => {
+    const replicas = await twoReplicas();
+    const proposers = ['rk-builder', 'rk-skeptic', 'rk-operator'];
+    const members = c.join({
+      ...Object.fromEntries(proposers.map((id) => [id, cleanBehaviour({ silent: (t) => t.stage === 'proposal' })])),
+      'rk-chair': cleanBehaviour(),
+    });
+    const all = Object.values(members);
+    const runId = await c.client.start({
+      goal_contract: scriptedGoalContract(),
+      panel: scriptedPanel({ proposers, chair: 'rk-chair' }),
+      policy: { stage_timeout_ms: 30_000 },
+    });
+    const { other } = drivingAndOther(replicas, runId);
+    const member = members['rk-builder'];
+    await ScriptedMember.until(
+      all,
+      () => member.tasks.some((t) => t.run_id === runId && t.stage === 'proposal'),
+      10_000,
+      'the proposal task',
+    );
+    const task = member.tasks.find((t) => t.run_id === runId && t.stage === 'proposal')!;
+    const answer = { ...answerTo(runId, task, member), usage: { cost: 3, tokens: 30 } };
+
+    // Every append of this answer on the replica not driving the run meets another writer's commit.
+    const repo = c.h.instances.map((i) => i.app.get(RunRepository))[replicas.indexOf(other)];
+    const append = repo.append.bind(repo);
+    const conflicts = jest.spyOn(repo, 'append').mockImplementation(async (id, events, expected, after) => {
+      if (id === runId && events.some((e) => e.type === E.CandidateSubmitted))
+        throw new ConcurrencyError(councilRunStream(runId), expected, 'unknown');
+      return append(id, events, expected, after);
+    });
+    try {
+      await expect(other.driver.answer(member.memberId, answer)).rejects.toMatchObject({ name: 'AnswerNotRecorded' });
+    } finally {
+      conflicts.mockRestore();
+    }
+    const before = await c.client.get(runId, 'human-owner');
+    expect(before.refusals).toEqual([]);
+    expect(before.budgets.usage).toMatchObject({ cost: 0, tokens: 0 });
+
+    // Sent again, it is recorded once, with its spend once.
+    expect(await other.driver.answer(member.memberId, answer)).toEqual({ ok: true, retry: false });
+    expect(await other.driver.answer(member.memberId, answer)).toEqual({ ok: true, retry: false });
+    const after = await c.client.get(runId, 'human-owner');
+    expect(after.refusals).toEqual([]);
+    expect(after.budgets.usage).toMatchObject({ cost: 3, tokens: 30 });
   });
 });

@@ -60,6 +60,13 @@ interface LoopDeps {
 
 class Stopped extends Error {}
 
+/** Conflicts past the bound: nothing was decided about the command (INTERNAL to its caller: retry). */
+class RunKeptChanging extends CouncilError {
+  constructor() {
+    super('INTERNAL', 'the run kept changing under the command; retry');
+  }
+}
+
 /** An answer neither recorded nor refused (the transport answers "send it again"). */
 class AnswerNotRecorded extends Error {
   constructor(cause: CouncilError) {
@@ -121,7 +128,7 @@ async function pipeline(source: AggregateSource<CouncilRunState, CouncilEvent>, 
   try {
     return await handleCommand(source, councilRunStream(runId), decider, command, { maxAttempts: MAX_CONFLICTS + 1 });
   } catch (err) {
-    if (err instanceof CommandConflictError) throw new CouncilError('INTERNAL', 'the run kept changing under the command; retry');
+    if (err instanceof CommandConflictError) throw new RunKeptChanging();
     throw err;
   }
 }
@@ -542,7 +549,7 @@ export class RunDriver implements OnApplicationBootstrap, BeforeApplicationShutd
     } catch (err) {
       // The run kept changing under the answer (other answers racing it): nothing was decided
       // about this one. Not a refusal to record with its spend; the member sends it again.
-      if (err instanceof CouncilError && err.code === 'INTERNAL') throw new AnswerNotRecorded(err);
+      if (err instanceof RunKeptChanging) throw new AnswerNotRecorded(err);
       if (!(err instanceof CouncilError) || !m.ok) throw err;
       const error = err.toJSON();
       // A refused answer is a fact of the run, with its spend (the member may still correct it).
