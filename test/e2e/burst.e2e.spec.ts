@@ -5,6 +5,7 @@ import { ConclaveHarness, eventually, NATS_URL, ServiceName } from '../support/c
 import { DecisionCollector } from '../support/decisions';
 import { checkRun, describeReport, noViolations, runNamesOf, violationCounts } from '../support/invariants';
 import { LoadAgent, pool, ProposalOutcome, ProposalPlan } from '../support/load-agent';
+import { parseExposition, type Sample, sumOf } from '../support/metrics-text';
 import { ServiceProcesses } from '../support/processes';
 
 /**
@@ -36,6 +37,66 @@ interface System {
   prefix: string;
   env: Record<string, string>;
   services: string;
+  /** The base URL of every service's HTTP server (its /metrics). */
+  metricsUrls: () => Promise<string[]>;
+}
+
+/** Every service's /metrics, read together. */
+async function scrapeAll(h: System): Promise<Sample[][]> {
+  return Promise.all(
+    (await h.metricsUrls()).map(async (url) => {
+      const res = await fetch(`${url}/metrics`);
+      if (!res.ok) throw new Error(`${url}/metrics answered ${res.status}`);
+      return parseExposition(await res.text());
+    }),
+  );
+}
+
+/**
+ * What the services' metrics say of the burst, across every replica: each decision counted once
+ * (by the replica that recorded it), each request and refusal counted by the intake that answered
+ * it, and, once the load is over, nothing left pending, lagging or in flight.
+ */
+async function metricsAfter(h: System, agent: LoadAgent, proposals: number): Promise<void> {
+  const settled = (scrapes: Sample[][]) =>
+    scrapes.every((samples) =>
+      samples
+        .filter((s) =>
+          ['conclave_reactor_lag_events', 'conclave_outbox_pending_messages', 'conclave_acp_pending_proposals'].includes(s.name),
+        )
+        .every((s) => s.value === 0),
+    );
+  const scrapes = await eventually(
+    async () => {
+      const s = await scrapeAll(h);
+      return settled(s) ? s : undefined;
+    },
+    30_000,
+    'every reactor caught up, no outbox message in flight, no proposal pending',
+  );
+  const total = (metric: string, labels: Record<string, string> = {}) => scrapes.reduce((sum, s) => sum + sumOf(s, metric, labels), 0);
+  const answered = (command: string, code?: string) =>
+    agent.attempts.filter(
+      (a) => a.command === command && a.reply !== undefined && (code === undefined || (!a.reply.ok && a.reply.error.code === code)),
+    ).length;
+  const sent = (command: string) => agent.attempts.filter((a) => a.command === command).length;
+
+  expect({
+    decisions: total('conclave_acp_decisions_total'),
+    approvedByQuorum: total('conclave_acp_decisions_total', { outcome: 'approved', trigger: 'quorum' }),
+    timedFromQuorum: total('conclave_acp_quorum_to_decision_seconds_count'),
+  }).toEqual({ decisions: proposals, approvedByQuorum: proposals, timedFromQuorum: proposals });
+  // An attempt that got no reply may or may not have reached an intake.
+  for (const command of ['propose', 'respond']) {
+    const counted = total('conclave_api_requests_total', { subject: `v1.${command}` });
+    expect([command, counted >= answered(command) && counted <= sent(command)]).toEqual([command, true]);
+    expect([command, total('conclave_api_request_duration_seconds_count', { subject: `v1.${command}` })]).toEqual([command, counted]);
+    const codes = new Set(agent.attempts.flatMap((a) => (a.command === command && a.reply && !a.reply.ok ? [a.reply.error.code] : [])));
+    for (const code of codes) {
+      const refused = total('conclave_api_errors_total', { subject: `v1.${command}`, code });
+      expect([command, code, refused >= answered(command, code)]).toEqual([command, code, true]);
+    }
+  }
 }
 
 async function burst(h: System): Promise<void> {
@@ -76,6 +137,7 @@ async function burst(h: System): Promise<void> {
   expect(decisions.received.filter((d) => d.outcome !== 'approved' || d.trigger !== 'quorum')).toEqual([]);
   expect(violationCounts(report)).toEqual(noViolations());
   expect(report.counts).toMatchObject({ proposals: ids.length, pending: 0, terminalEvents: ids.length, decisionMessages: ids.length });
+  await metricsAfter(h, agent, ids.length);
 }
 
 describe('burst: every proposal with its quorum of concurrent responses is decided exactly once, with no restart', () => {
@@ -84,7 +146,14 @@ describe('burst: every proposal with its quorum of concurrent responses is decid
     afterAll(() => h.stop());
     return async () => {
       await h.start(...services);
-      await burst({ nc: h.nc, client: h.client, prefix: h.prefix, env: h.env, services: services.join(', ') });
+      await burst({
+        nc: h.nc,
+        client: h.client,
+        prefix: h.prefix,
+        env: h.env,
+        services: services.join(', '),
+        metricsUrls: () => Promise.all(h.instances.map(async (i) => (await i.app.getUrl()).replace('[::1]', '127.0.0.1'))),
+      });
     };
   };
 
@@ -136,7 +205,15 @@ describe('burst: every proposal with its quorum of concurrent responses is decid
         await svc.start('intake', 'resolver', 'sweeper');
         nc = await connect({ servers: NATS_URL });
         const client = await ConclaveClient.connect({ nc, prefix: svc.prefix, streamSuffix: svc.run });
-        await burst({ nc, client, prefix: svc.prefix, env: svc.env, services: 'intake, resolver, sweeper (processes)' });
+        const processes = svc.processes;
+        await burst({
+          nc,
+          client,
+          prefix: svc.prefix,
+          env: svc.env,
+          services: 'intake, resolver, sweeper (processes)',
+          metricsUrls: async () => processes.map((p) => `http://127.0.0.1:${p.port}`),
+        });
       },
       TEST_TIMEOUT_MS,
     );

@@ -4,26 +4,7 @@ import { join } from 'node:path';
 import { METRICS } from '@conclave/service-kit';
 import { ConclaveHarness, eventually, ServiceName } from '../support/conclave-harness';
 import { DecisionCollector } from '../support/decisions';
-
-/** One sample of the Prometheus text format: `name{labels} value`. */
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-function parseExposition(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m) throw new Error(`not a sample line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const [, k, v] of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[k] = v;
-    samples.push({ name: m[1], labels, value: Number(m[3]) });
-  }
-  return samples;
-}
+import { parseExposition, type Sample, sumOf } from '../support/metrics-text';
 
 const promtool = spawnSync('promtool', ['--version']).status === 0;
 
@@ -48,10 +29,7 @@ describe('observability: /metrics of the running services after traffic', () => 
     return { text, samples: parseExposition(text) };
   };
   const value = (name: ServiceName, metric: string, labels: Record<string, string> = {}) =>
-    scraped
-      .get(name)!
-      .samples.filter((s) => s.name === metric && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
-      .reduce((sum, s) => sum + s.value, 0);
+    sumOf(scraped.get(name)!.samples, metric, labels);
 
   beforeAll(async () => {
     await h.start(...services);
