@@ -16,9 +16,9 @@ import {
   runDomain,
   selectChair,
 } from '@conclave/council-protocol';
-import { CommandContext, Identity } from '@conclave/service-kit';
+import { CommandContext, Identity, ProposalReadPolicy } from '@conclave/service-kit';
 import { AcpBridge, BridgedDecision } from './acp-bridge';
-import { EvaluationHistory, EvaluationProjection } from './evaluation-projection';
+import { DomainScope, EvaluationHistory, EvaluationProjection } from './evaluation-projection';
 import { RunDriver } from './run-driver';
 
 const RUN_ID = /^[A-Za-z0-9_]{1,100}$/;
@@ -37,11 +37,12 @@ function optText(o: Record<string, unknown>, field: string): string | undefined 
 }
 
 /** The estimates as a list, sorted by scope (family, version, role, domain, tools). */
-export function estimateList(history: EvaluationHistory, domain?: string): ScopedCapabilityEstimate[] {
-  return Object.keys(history.capabilities().estimates)
+export function estimateList(history: EvaluationHistory, domains?: DomainScope): ScopedCapabilityEstimate[] {
+  const estimates = history.capabilities().estimates;
+  return Object.keys(estimates)
     .sort()
-    .map((k) => history.capabilities().estimates[k])
-    .filter((e) => domain === undefined || e.domain === domain);
+    .map((k) => estimates[k])
+    .filter((e) => domains === undefined || (typeof domains === 'string' ? e.domain === domains : domains(e.domain)));
 }
 
 /**
@@ -55,6 +56,7 @@ export class EvaluationCommands {
     private readonly driver: RunDriver,
     private readonly context: CommandContext,
     private readonly bridge: AcpBridge,
+    private readonly reading: ProposalReadPolicy,
   ) {}
 
   /**
@@ -117,35 +119,42 @@ export class EvaluationCommands {
 
   /**
    * `council.v1.capability.estimates`: `{domain?, rebuild?}` → the estimates (rebuilt from the log
-   * when asked). A rebuild folds every run's events again: administrators only, or any caller
-   * could keep the service busy reading its whole log.
+   * when asked) of the domains the caller may read (`readable`). A rebuild folds every run's
+   * events again: administrators only, or any caller could keep the service busy reading its
+   * whole log; the role is no read right, so an administrator sees only its granted domains.
    */
   async estimates(
     input: unknown,
     identity: Identity,
   ): Promise<{ estimates: ScopedCapabilityEstimate[]; ended_runs: number; rebuilt: boolean }> {
     const o = body(input ?? {});
-    const domain = optText(o, 'domain');
     const rebuild = o['rebuild'] === true;
     if (rebuild) this.context.requireRole(identity, 'administrator');
+    const domains = this.readable(identity, optText(o, 'domain'));
     const history = rebuild ? await this.projection.rebuild() : this.projection.history;
-    return { estimates: estimateList(history, domain), ended_runs: history.inputs(domain).length, rebuilt: rebuild };
+    return { estimates: estimateList(history, domains), ended_runs: history.inputs(domains).length, rebuilt: rebuild };
   }
 
-  /** `council.v1.capability.calibration`: `{domain?, confidence_probabilities?}` → Brier, log loss, reliability per member × role × domain. */
-  async calibration(input: unknown): Promise<{ calibration: CalibrationScope[]; forecasts: number }> {
+  /**
+   * `council.v1.capability.calibration`: `{domain?, confidence_probabilities?}` → Brier, log loss,
+   * reliability per member × role × domain, of the domains the caller may read.
+   */
+  async calibration(input: unknown, identity: Identity): Promise<{ calibration: CalibrationScope[]; forecasts: number }> {
     const o = body(input ?? {});
-    const domain = optText(o, 'domain');
+    const domains = this.readable(identity, optText(o, 'domain'));
     const p = o['confidence_probabilities'];
     const probabilities = p === undefined ? undefined : checkConfidenceProbabilities(body(p) as never);
     const history = this.projection.history;
-    return { calibration: history.calibration(probabilities, domain), forecasts: history.forecasts(probabilities, domain).length };
+    return { calibration: history.calibration(probabilities, domains), forecasts: history.forecasts(probabilities, domains).length };
   }
 
-  /** `council.v1.capability.concentration`: `{domain?, period?, subject?}` → the audit per domain × period (16.7). */
-  async concentration(input: unknown): Promise<{ audit: ConcentrationAudit }> {
+  /**
+   * `council.v1.capability.concentration`: `{domain?, period?, subject?}` → the audit per
+   * domain × period (16.7), of the domains the caller may read (cells and skipped runs alike).
+   */
+  async concentration(input: unknown, identity: Identity): Promise<{ audit: ConcentrationAudit }> {
     const o = body(input ?? {});
-    const domain = optText(o, 'domain');
+    const domains = this.readable(identity, optText(o, 'domain'));
     const period = optText(o, 'period') ?? 'month';
     if (!(CONCENTRATION_PERIODS as readonly string[]).includes(period))
       throw new CouncilError('SCHEMA_VIOLATION', `must be one of ${CONCENTRATION_PERIODS.join(' | ')}`, 'period');
@@ -155,9 +164,20 @@ export class EvaluationCommands {
     return {
       audit: this.projection.history.concentration(
         { period: period as ConcentrationPeriod, subject: subject as ConcentrationSubject },
-        domain,
+        domains,
       ),
     };
+  }
+
+  /**
+   * The runs a read model may show `reader`, by ACP's rule for reads (RFC 14.2, ProposalReadPolicy):
+   * a domain asked for needs a grant on it (else FORBIDDEN, field `domain`); without one, every
+   * domain the reader may read. Each run's own domain is checked too, so that what the filter
+   * returns, not only what was asked, is authorized, and the reply's counts cover the same runs.
+   */
+  private readable(reader: Identity, domain: string | undefined): DomainScope {
+    if (domain !== undefined) this.reading.requireDomain(reader, domain);
+    return (d) => (domain === undefined || d === domain) && this.reading.mayReadDomain(reader, d);
   }
 
   private async actor(identity: Identity, o: Record<string, unknown>): Promise<string> {

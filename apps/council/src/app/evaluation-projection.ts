@@ -34,6 +34,12 @@ interface EvaluationState {
 }
 
 /**
+ * Which runs a read covers, by their domain: one domain exactly (no subtree), those a predicate
+ * admits (what a reader may read), or, undefined, all.
+ */
+export type DomainScope = string | ((domain: string) => boolean);
+
+/**
  * The evaluation layer's read model (council:L4 and L5, spec 15.3, 15.4, 16.7): a reactor over the
  * `council-run` category that folds every run, so that the capability projection (model family ×
  * version × role × domain × tools), each domain's chair history, calibration and the concentration
@@ -66,17 +72,19 @@ export class EvaluationHistory {
   }
 
   /** Ended runs with their domain and structured outcomes, in the order they ended. */
-  inputs(domain?: string): CapabilityRunInput[] {
-    return this.memo(`inputs:${domain ?? '*'}`, () =>
+  inputs(domains?: DomainScope): CapabilityRunInput[] {
+    // Keys apart from any domain name: `{domain: "*"}` must not be served the unfiltered list.
+    const all = this.memo('inputs', () =>
       this.state.ended.flatMap((id) => {
         const run = this.state.runs[id];
         if (run.status !== 'terminated') return [];
-        const d = runDomain(run.goal_contract);
-        if (domain !== undefined && d !== domain) return [];
         const outcomes = run.outcomes.map((o) => o.structured).filter((o): o is StructuredOutcome => o !== undefined);
-        return [{ record: buildRunRecord(run), domain: d, outcomes }];
+        return [{ record: buildRunRecord(run), domain: runDomain(run.goal_contract), outcomes }];
       }),
     );
+    if (domains === undefined) return all;
+    if (typeof domains === 'string') return this.memo(`inputs=${domains}`, () => all.filter((r) => r.domain === domains));
+    return all.filter((r) => domains(r.domain));
   }
 
   /** The capability projection under `options` (a run's policy may set its own prior and weights). */
@@ -91,16 +99,16 @@ export class EvaluationHistory {
       .filter((c): c is string => c !== null);
   }
 
-  forecasts(probabilities?: ConfidenceProbabilities, domain?: string): Forecast[] {
-    return this.inputs(domain).flatMap((r) => runForecasts(r, probabilities).forecasts);
+  forecasts(probabilities?: ConfidenceProbabilities, domains?: DomainScope): Forecast[] {
+    return this.inputs(domains).flatMap((r) => runForecasts(r, probabilities).forecasts);
   }
 
-  calibration(probabilities?: ConfidenceProbabilities, domain?: string): CalibrationScope[] {
-    return calibrationReport(this.forecasts(probabilities, domain));
+  calibration(probabilities?: ConfidenceProbabilities, domains?: DomainScope): CalibrationScope[] {
+    return calibrationReport(this.forecasts(probabilities, domains));
   }
 
-  concentration(options: Partial<ConcentrationOptions> = {}, domain?: string): ConcentrationAudit {
-    return concentrationAudit(this.inputs(domain), options);
+  concentration(options: Partial<ConcentrationOptions> = {}, domains?: DomainScope): ConcentrationAudit {
+    return concentrationAudit(this.inputs(domains), options);
   }
 
   private memo<T>(key: string, compute: () => T): T {

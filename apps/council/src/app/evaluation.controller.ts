@@ -10,7 +10,8 @@ import { EvaluationCommands } from './evaluation-commands';
  * The council:L4 and L5 subjects: structured outcomes, and the evaluation read models. Every
  * command is authenticated first, as on the other Council subjects (signed or JWT when
  * authentication is required); every typed refusal is recorded for the audit log, and a
- * CouncilError becomes `{ok: false, error}` (answerCouncilCommand).
+ * CouncilError becomes `{ok: false, error}` (answerCouncilCommand). The read models show only the
+ * domains the caller may read (EvaluationCommands.readable).
  */
 @Controller()
 @UseFilters(PassThroughRpcExceptionFilter)
@@ -38,12 +39,12 @@ export class EvaluationController {
 
   @MessagePattern(COUNCIL_COMMANDS.calibration)
   onCalibration(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
-    return this.run('council.capability.calibration', body, request, () => this.commands.calibration(body));
+    return this.run('council.capability.calibration', body, request, (who) => this.commands.calibration(body, who));
   }
 
   @MessagePattern(COUNCIL_COMMANDS.concentration)
   onConcentration(@Payload() body: unknown, @Ctx() request: PlainNatsContext) {
-    return this.run('council.capability.concentration', body, request, () => this.commands.concentration(body));
+    return this.run('council.capability.concentration', body, request, (who) => this.commands.concentration(body, who));
   }
 
   private run<T extends object>(command: string, body: unknown, request: PlainNatsContext, handle: (identity: Identity) => Promise<T>) {

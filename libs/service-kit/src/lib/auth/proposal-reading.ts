@@ -19,7 +19,9 @@ export type ProposalForReader = Proposal & {
  * the escalation service's HTTP API, console and NATS queries): reading needs a grant on the
  * proposal's domain (RFC 14.2, any action; cross-domain reads need their own grant) and the
  * payload is withheld from a reader whose clearance does not cover its classification (14.5).
- * With auth off every proposal is readable.
+ * With auth off every proposal is readable. The domain rule is the council's too, for its
+ * evaluation read models: one rule for reading a domain. No role widens it (administrators read
+ * the domains they are granted).
  */
 @Injectable()
 export class ProposalReadPolicy {
@@ -28,13 +30,13 @@ export class ProposalReadPolicy {
     private readonly context: CommandContext,
   ) {}
 
-  /** May `reader` see proposals of `domain` at all? */
+  /** May `reader` see what is recorded in `domain` at all (its proposals, the council's read models)? */
   mayReadDomain(reader: Identity, domain: string): boolean {
     if (!this.context.authRequired) return true;
     return reader.state.status === 'active' && grantFor(reader.state.participant, domain) !== undefined;
   }
 
-  /** FORBIDDEN (field `domain`) unless `reader` may read proposals of `domain`. */
+  /** FORBIDDEN (field `domain`) unless `reader` may read `domain` (mayReadDomain). */
   requireDomain(reader: Identity, domain: string): void {
     if (!this.mayReadDomain(reader, domain)) {
       throw new AcpError('FORBIDDEN', `${reader.participant_id} has no grant on ${domain}: reading needs one (RFC 14.2)`, 'domain');
