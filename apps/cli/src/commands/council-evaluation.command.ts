@@ -69,7 +69,8 @@ async function request(program: Command, council: Command, pattern: string, body
  * `conclave council estimates | calibration | concentration | outcome`: the council:L4 and L5
  * read models of the evaluation reactor (capability estimates per model family × version × role
  * × domain × tools, Brier score and log loss per member × role × domain, the concentration audit
- * per domain and period), and recording a structured outcome.
+ * per domain and period), and recording a structured outcome. With authentication on, the read
+ * models show only the domains the signer holds a grant on.
  */
 export function registerCouncilEvaluationCommands(program: Command, council: Command): void {
   const json = () => program.opts<{ json: boolean }>().json;
@@ -77,7 +78,10 @@ export function registerCouncilEvaluationCommands(program: Command, council: Com
   council
     .command('estimates')
     .description('capability estimates (council:L4): estimate, uncertainty and count per model family × version × role × domain × tools')
-    .option('--domain <domain>', 'only this domain')
+    .option(
+      '--domain <domain>',
+      'only this domain (authentication on: one you hold a grant on; without --domain, the domains you may read)',
+    )
     .option(
       '--rebuild',
       'fold the whole log again (no snapshot) and show that: a check that a rebuild gives the same numbers (administrators only, with authentication on)',
@@ -104,7 +108,10 @@ export function registerCouncilEvaluationCommands(program: Command, council: Com
   council
     .command('calibration')
     .description('calibration (council:L5): Brier score, log loss and reliability per member × role × domain')
-    .option('--domain <domain>', 'only this domain')
+    .option(
+      '--domain <domain>',
+      'only this domain (authentication on: one you hold a grant on; without --domain, the domains you may read)',
+    )
     .action(async (o: { domain?: string }) => {
       const reply = await request(program, council, COUNCIL_COMMANDS.calibration, o.domain ? { domain: o.domain } : {});
       if (json()) return console.log(JSON.stringify(reply));
@@ -120,7 +127,10 @@ export function registerCouncilEvaluationCommands(program: Command, council: Com
   council
     .command('concentration')
     .description('concentration audit (spec 16.7): who proposes, is selected, chairs, whose dissent survives, per domain and period')
-    .option('--domain <domain>', 'only this domain')
+    .option(
+      '--domain <domain>',
+      'only this domain (authentication on: one you hold a grant on; without --domain, the domains you may read)',
+    )
     .option('--period <period>', 'day | week | month | quarter | year | all', 'month')
     .option('--subject <subject>', 'member | model_family', 'member')
     .action(async (o: { domain?: string; period: string; subject: string }) => {
