@@ -24,6 +24,7 @@ import { RunDriver } from '../../apps/council/src/app/run-driver';
 import { RunLeases } from '../../apps/council/src/app/run-lease';
 import { eventually, SecureConclaveHarness } from '../support/conclave-harness';
 import { CouncilDecisionCollector } from '../support/council-harness';
+import { parseExposition, sumOf } from '../support/metrics-text';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -524,6 +525,32 @@ describe('council burst, signed: many runs and duplicated answers on two replica
       ].join('\n'),
     );
 
+    // The council series of both replicas, summed: each run started and ended once, and the spend
+    // the log holds, whichever replica appended each event.
+    const scrapes = await Promise.all(
+      h.instances
+        .filter((i) => i.name === 'council')
+        .map(async (i) => parseExposition(await (await fetch(`${(await i.app.getUrl()).replace('[::1]', '127.0.0.1')}/metrics`)).text())),
+    );
+    const metric = (name: string, labels: Record<string, string> = {}) => scrapes.reduce((sum, x) => sum + sumOf(x, name, labels), 0);
+    const terminalStates = [...new Set(summaries.map((s) => s.rec.terminal?.terminal_state ?? 'none'))];
+    const fromMetrics = {
+      started: metric('conclave_council_runs_total', { state: 'started' }),
+      ended: Object.fromEntries(terminalStates.map((t) => [t, metric('conclave_council_runs_total', { state: t })])),
+      tokens: metric('conclave_council_tokens_total'),
+      cost: metric('conclave_council_cost_total'),
+      answersRefused: metric('conclave_council_member_task_failures_total', { reason: 'answer-refused' }),
+    };
+    const fromLog = {
+      started: summaries.reduce((n, s) => n + s.started, 0),
+      ended: Object.fromEntries(
+        terminalStates.map((t) => [t, summaries.filter((s) => (s.rec.terminal?.terminal_state ?? 'none') === t).length]),
+      ),
+      tokens: summaries.reduce((n, s) => n + s.loggedSpend.tokens, 0),
+      cost: summaries.reduce((n, s) => n + s.loggedSpend.cost, 0),
+      answersRefused: summaries.reduce((n, s) => n + s.refusals.length, 0),
+    };
+
     // Then, over every run, no invariant is violated.
     const violations = {
       // one start and exactly one terminal state, published once; the terminal state the run was built for;
@@ -586,6 +613,11 @@ describe('council burst, signed: many runs and duplicated answers on two replica
       // the owner reads its RunRecord, with the mapping after the end; nobody else without a role.
       ownerCopyWithoutMapping: summaries.filter((s) => s.rec.anonymization.withheld === true).map((s) => s.run),
       wrongReadAnswers: wrongReads.map((x) => JSON.stringify(x)),
+      // the replicas' metrics say what the log says.
+      metricsNotTheLog:
+        JSON.stringify(fromMetrics) === JSON.stringify(fromLog)
+          ? []
+          : [`metrics ${JSON.stringify(fromMetrics)}, log ${JSON.stringify(fromLog)}`],
     };
     expect(violations).toEqual(Object.fromEntries(Object.keys(violations).map((k) => [k, []])));
 
