@@ -1,5 +1,6 @@
 import {
   canonicalJson,
+  isTerminalEvent,
   ladderStepDueAt,
   PROPOSAL_EVENT_TYPES as T,
   proposalStream,
@@ -14,6 +15,7 @@ import { headers as natsHeaders } from 'nats';
 import { ResolveEscalationHandler } from '../../apps/escalation/src/app/resolve-escalation.handler';
 import { eventually, SecureConclaveHarness } from '../support/conclave-harness';
 import { DecisionCollector } from '../support/decisions';
+import { parseExposition, sumOf } from '../support/metrics-text';
 import { checkInvariants, INVARIANTS, readRun, runNamesOf } from '../support/invariants';
 
 const encoder = new TextEncoder();
@@ -940,6 +942,36 @@ describe('escalation burst, signed: two escalation replicas, ladders, M-of-N sig
           `per escalation (route, ! = race, end: H human/V veto/D default, ladder steps): ${summaries.join(' ')}`,
         ].join('\n'),
       );
+
+      // Every service's metrics, summed over the replicas: each decision and ladder step counted
+      // once, by whichever replica recorded it, and no escalation left open in either replica's view.
+      const scrapes = await Promise.all(
+        h.instances.map(async (x) => ({
+          name: x.name,
+          samples: parseExposition(await (await fetch(`${(await x.app.getUrl()).replace('[::1]', '127.0.0.1')}/metrics`)).text()),
+        })),
+      );
+      const metric = (name: string, labels: Record<string, string> = {}) => scrapes.reduce((n, x) => n + sumOf(x.samples, name, labels), 0);
+      const everyEvent = [...streams.values()].flat();
+      const ofType = (type: string) => everyEvent.filter((e) => e.type === type).length;
+      const steps = {
+        routed: T.EscalationRouted,
+        reminded: T.EscalationReminded,
+        reassigned: T.EscalationReassigned,
+        signed_off: T.EscalationSignedOff,
+        defaulted: T.EscalationDefaulted,
+      };
+      const fromMetrics = {
+        decisions: metric('conclave_acp_decisions_total'),
+        steps: Object.fromEntries(Object.keys(steps).map((step) => [step, metric('conclave_escalation_ladder_steps_total', { step })])),
+        openByReplica: scrapes.filter((x) => x.name === 'escalation').map((x) => sumOf(x.samples, 'conclave_escalation_open_escalations')),
+      };
+      const fromLog = {
+        decisions: everyEvent.filter((e) => isTerminalEvent(e)).length,
+        steps: Object.fromEntries(Object.entries(steps).map(([step, type]) => [step, ofType(type)])),
+        openByReplica: [0, 0],
+      };
+      expect(fromMetrics).toEqual(fromLog);
 
       expect(v).toEqual(Object.fromEntries(Object.keys(v).map((k) => [k, []])));
       // The burst exercised what it is meant to.
