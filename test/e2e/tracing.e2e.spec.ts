@@ -115,6 +115,45 @@ describe('tracing: NATS API requests continue the caller trace', () => {
     expect(span.spanContext().traceId).toBe(client?.spanContext().traceId);
   });
 
+  it("given a request with W3C baggage of 2 KiB and a tracestate, when it proposes, then it is recorded in the caller's trace and the log keeps the trace context, not the baggage", async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const hdrs = natsHeaders();
+    hdrs.set('traceparent', `00-${traceId}-00f067aa0ba902b7-01`);
+    hdrs.set('tracestate', Array.from({ length: 12 }, (_, i) => `vendor${i}=${'v'.repeat(30)}`).join(','));
+    // Valid W3C baggage (8 KiB allowed): more than the 512 characters an event's metadata takes.
+    hdrs.set('baggage', Array.from({ length: 16 }, (_, i) => `key${i}=${'b'.repeat(120)}`).join(','));
+    const body = {
+      schema_version: '1.0',
+      type: 'proposal',
+      domain: 'ops.deploy',
+      author: 'agent-ops',
+      payload: { action: 'deploy' },
+      quorum: 2,
+      expires_at: null,
+      created_at: new Date().toISOString(),
+    };
+    const reply = JSON.parse(
+      new TextDecoder().decode(
+        (await h.nc.request(`${h.prefix}.v1.propose`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 5_000, headers: hdrs }))
+          .data,
+      ),
+    ) as { ok: boolean; proposal?: { proposal_id: string } };
+    expect(reply).toMatchObject({ ok: true });
+
+    const log = await JetStreamEventLog.create({
+      connection: h.nc,
+      streamName: h.env['CONCLAVE_EVENT_STREAM'],
+      subjectPrefix: h.env['CONCLAVE_EVENT_SUBJECT_PREFIX'],
+      createStream: false,
+    });
+    const [submitted] = (await log.read(`proposal-${reply.proposal?.proposal_id}`)).events;
+    const server = exporter.getFinishedSpans().find((s) => s.name === 'v1.propose' && s.spanContext().traceId === traceId);
+    expect(submitted.metadata).toEqual({
+      traceparent: `00-${traceId}-${server?.spanContext().spanId}-01`,
+      tracestate: hdrs.get('tracestate'),
+    });
+  });
+
   it('a request without traceparent (not from the SDK) starts a new trace', async () => {
     exporter.reset();
     const body = new TextEncoder().encode(JSON.stringify({ proposal_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV' }));

@@ -257,19 +257,16 @@ export function producerSpan<T>(
  * The active trace context as event metadata (`traceparent`, and `tracestate` when there is one),
  * for an append to store beside its events; undefined without tracing or an active span. The
  * log always carries W3C trace context, written and read here (OTEL_PROPAGATORS applies to NATS
- * messages): formatting it directly costs a fraction of the propagators' inject. Baggage, when a
- * request brought some, still goes through them.
+ * messages): formatting it directly costs a fraction of the propagators' inject. A request's
+ * baggage is not stored: it is the caller's data (up to 8 KiB by W3C, past what the log's metadata
+ * takes, so an append would fail), and the immutable log keeps only what the services vouch for.
+ * OpenTelemetry parses a `tracestate` of at most 512 characters of printable ASCII, which the
+ * log's metadata takes.
  */
 export function traceMetadata(): Record<string, string> | undefined {
   if (!tracingOn()) return undefined;
-  const active = context.active();
-  const c = trace.getSpanContext(active);
+  const c = trace.getSpanContext(context.active());
   if (!c || !trace.isSpanContextValid(c)) return undefined;
-  if (propagation.getBaggage(active)) {
-    const carrier: Record<string, string> = {};
-    propagation.inject(active, carrier);
-    return carrier;
-  }
   const metadata: Record<string, string> = { traceparent: w3cTraceparent(c) };
   const state = c.traceState?.serialize();
   if (state) metadata['tracestate'] = state;
