@@ -1,6 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { acpStreamNames } from '@conclave/messaging';
-import { ConclaveClient } from '@conclave/sdk';
+import { ConclaveClient, ConclaveClientOptions } from '@conclave/sdk';
 import { loadConfig } from '@conclave/service-kit';
 import { connect, NatsConnection } from 'nats';
 import { ulid } from 'ulid';
@@ -178,11 +178,14 @@ export class SecureConclaveHarness extends ConclaveHarness {
     return all;
   }
 
-  /** A client that signs as `participantId` (with its seeded key unless another is given). */
-  async clientFor(participantId: string, privateKeyPem?: string): Promise<ConclaveClient> {
+  /**
+   * A client that signs as `participantId` (with its seeded key unless another is given), with the
+   * SDK's defaults unless `options` are given (`rateLimitWaitMs: 0` to see every refusal).
+   */
+  async clientFor(participantId: string, privateKeyPem?: string, options: Partial<ConclaveClientOptions> = {}): Promise<ConclaveClient> {
     const key = privateKeyPem ?? this.keys.get(participantId)?.privateKeyPem;
     if (!key) throw new Error(`no key for ${participantId}`);
-    const cacheable = privateKeyPem === undefined;
+    const cacheable = privateKeyPem === undefined && Object.keys(options).length === 0;
     const existing = cacheable ? this.clients.get(participantId) : undefined;
     if (existing) return existing;
     const client = await ConclaveClient.connect({
@@ -190,6 +193,7 @@ export class SecureConclaveHarness extends ConclaveHarness {
       prefix: this.prefix,
       streamSuffix: this.run,
       signer: ed25519Signer(participantId, key),
+      ...options,
     });
     if (cacheable) this.clients.set(participantId, client);
     return client;

@@ -7,6 +7,7 @@ import type { Tracer, TracerProvider } from '@opentelemetry/api';
 import { ulid } from 'ulid';
 import { ConclaveError, ConclaveUnavailableError } from './conclave-error';
 import { bindFeed, readConsumer, withJetStreamApiPrefix } from './feeds';
+import { DEFAULT_RATE_LIMIT_WAIT_MS, RequestRetries } from './request-retries';
 import { sdkTracer, withTraceHeaders } from './tracing';
 
 export interface ConclaveClientOptions {
@@ -25,6 +26,13 @@ export interface ConclaveClientOptions {
    * it already recorded with the recorded proposal.
    */
   retries?: number;
+  /**
+   * How long one call may wait, in all, to resend requests refused RATE_LIMITED (default 10 s;
+   * 0: never, the refusal is thrown). Every request (commands, reads, `call`) is resent after the
+   * refusal's `retry_after_ms` plus jitter, signed afresh; a hint that no longer fits in what is
+   * left is thrown at once as the RATE_LIMITED ConclaveError, with `retryAfterMs`.
+   */
+  rateLimitWaitMs?: number;
   /** Hook that adds authentication headers to each command (see the security docs). */
   sign?: (subject: string, body: Uint8Array) => Promise<Record<string, string>> | Record<string, string>;
   /** Signs every command as a registered participant: `signer: ed25519Signer(participantId, privateKey)` (used when `sign` is absent). */
@@ -200,6 +208,7 @@ export class ConclaveClient {
   private readonly decisionsStream: string;
   private readonly timeoutMs: number;
   private readonly retries: number;
+  private readonly requestRetries: RequestRetries;
   private readonly proposalsStream: string;
 
   private constructor(
@@ -211,6 +220,7 @@ export class ConclaveClient {
     this.decisionsStream = acpStreamNames(options.streamSuffix).decisions;
     this.timeoutMs = options.timeoutMs ?? 5_000;
     this.retries = options.retries ?? 2;
+    this.requestRetries = new RequestRetries(options.rateLimitWaitMs ?? DEFAULT_RATE_LIMIT_WAIT_MS);
     this.proposalsStream = acpStreamNames(options.streamSuffix).proposals;
   }
 
@@ -255,7 +265,7 @@ export class ConclaveClient {
       proposal_id: input.proposal_id ?? ulid(),
       created_at: input.created_at ?? new Date().toISOString(),
     };
-    return (await this.withRetries(() => this.command<{ proposal: Proposal }>('propose', body))).proposal;
+    return (await this.command<{ proposal: Proposal }>('propose', body, { resendUnanswered: true })).proposal;
   }
 
   /**
@@ -377,18 +387,7 @@ export class ConclaveClient {
 
   private respond(proposalId: string, responseType: 'endorse' | 'challenge', vote: VoteInput): Promise<Proposal> {
     const body = { schema_version: '1.0', proposal_id: proposalId, response_type: responseType, reason: null, ...vote };
-    return this.withRetries(() => this.command<{ proposal: Proposal }>('respond', body)).then((r) => r.proposal);
-  }
-
-  /** Resends an unanswered request (the same body); any answer, success or refusal, is final. */
-  private async withRetries<T>(send: () => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await send();
-      } catch (err) {
-        if (!(err instanceof ConclaveUnavailableError) || attempt >= this.retries) throw err;
-      }
-    }
+    return this.command<{ proposal: Proposal }>('respond', body, { resendUnanswered: true }).then((r) => r.proposal);
   }
 
   /**
@@ -399,8 +398,12 @@ export class ConclaveClient {
     return this.request<T>(`${this.subjects.prefix}.${pattern}`, body);
   }
 
-  private command<T extends object>(name: Parameters<AcpSubjects['command']>[0], body: object): Promise<T> {
-    return this.request<T>(this.subjects.command(name), body);
+  private command<T extends object>(
+    name: Parameters<AcpSubjects['command']>[0],
+    body: object,
+    how?: { resendUnanswered: boolean },
+  ): Promise<T> {
+    return this.request<T>(this.subjects.command(name), body, how);
   }
 
   /** The tracer of the SDK's spans: from the `tracerProvider` option, else the global provider. */
@@ -408,7 +411,20 @@ export class ConclaveClient {
     return sdkTracer(this.options.tracerProvider);
   }
 
-  private async request<T extends object>(subject: string, body: object): Promise<T> {
+  /**
+   * One call, through the client's one retry loop: a RATE_LIMITED refusal is resent after its
+   * hint while the wait budget lasts (every request); an unanswered request is resent as it is
+   * (the same body) up to `retries` times only with `resendUnanswered` (propose, respond: the
+   * service answers a resend of what it recorded with the recorded proposal). Any other answer,
+   * success or refusal, is final. Each attempt is signed afresh.
+   */
+  private request<T extends object>(subject: string, body: object, how = { resendUnanswered: false }): Promise<T> {
+    let unanswered = 0;
+    const resend = (err: unknown) => how.resendUnanswered && err instanceof ConclaveUnavailableError && unanswered++ < this.retries;
+    return this.requestRetries.run(() => this.requestOnce<T>(subject, body), resend);
+  }
+
+  private async requestOnce<T extends object>(subject: string, body: object): Promise<T> {
     const bytes = encoder.encode(JSON.stringify(body));
     const sign = this.options.sign ?? this.options.signer;
     const extra = sign ? await sign(subject, bytes) : undefined;

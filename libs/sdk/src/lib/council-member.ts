@@ -444,10 +444,13 @@ export class CouncilRequestError extends Error {
   override readonly name = 'CouncilRequestError';
   readonly code: string;
   readonly field?: string;
-  constructor(body: { code: string; message: string; field?: string }) {
+  /** RATE_LIMITED: wait this long before retrying. */
+  readonly retryAfterMs?: number;
+  constructor(body: { code: string; message: string; field?: string; retry_after_ms?: number }) {
     super(`${body.code}: ${body.message}${body.field ? ` (${body.field})` : ''}`);
     this.code = body.code;
     this.field = body.field;
+    if (typeof body.retry_after_ms === 'number') this.retryAfterMs = body.retry_after_ms;
   }
 }
 
