@@ -1,7 +1,8 @@
 import { MemberAnswerMessage, MemberVerdict } from '@conclave/council-protocol';
 import { councilSubjects, ensureCouncilTaskStream, ensureMemberTaskConsumer, isNotFound } from '@conclave/messaging';
 import { connect, JetStreamManager, NatsConnection, Subscription } from 'nats';
-import { CouncilMember, CouncilTask } from './council-member';
+import { CouncilMember, CouncilTask, CouncilVerdict } from './council-member';
+import { ed25519Signer, generateParticipantKeys } from './signing';
 import { candidateFor, ScriptedMember, scriptedGoalContract } from './scripted-members';
 
 /**
@@ -37,6 +38,8 @@ describe('CouncilMember over NATS (durable task queue)', () => {
   /** Plays the controller's answer subject: records every answer, replies with the next verdict. */
   class Controller {
     readonly answers: { member: string; body: MemberAnswerMessage }[] = [];
+    /** Per answer: its nonce (signed answers) and when it arrived. */
+    readonly received: { nonce: string | undefined; at: number }[] = [];
     private sub: Subscription | undefined;
     private waiters: { count: number; resolve: () => void }[] = [];
     constructor(private readonly verdicts: (body: MemberAnswerMessage, i: number) => MemberVerdict = () => ({ ok: true, retry: false })) {}
@@ -45,6 +48,7 @@ describe('CouncilMember over NATS (durable task queue)', () => {
         callback: (_e, m) => {
           const body = dec(m.data) as MemberAnswerMessage;
           this.answers.push({ member: m.subject.split('.').pop() as string, body });
+          this.received.push({ nonce: m.headers?.get('Conclave-Nonce') || undefined, at: Date.now() });
           m.respond(enc(this.verdicts(body, this.answers.length - 1)));
           this.waiters = this.waiters.filter((w) => (this.answers.length >= w.count ? (w.resolve(), false) : true));
         },
@@ -294,6 +298,64 @@ describe('CouncilMember over NATS (durable task queue)', () => {
       // Settled (acknowledged) without an answer.
       await eventually(async () => (await jsm.consumers.info(stream, 'member-m-8')).num_ack_pending === 0, 'the task settled');
       expect(controller.answers).toEqual([]);
+    } finally {
+      await m.stop();
+      controller.stop();
+    }
+  });
+
+  /** The edge's refusal of an answer for its rate, as the council service replies it. */
+  const rateLimited = (retryAfterMs: number): MemberVerdict => {
+    const error = { code: 'RATE_LIMITED', message: 'too many commands', retry_after_ms: retryAfterMs };
+    return { ok: false, retry: false, error };
+  };
+
+  it('given an answer refused RATE_LIMITED at the edge, then it is sent again after the hint, signed afresh, the handler is not asked again, and the refusal is no verdict', async () => {
+    const controller = new Controller((_b, i) => (i === 0 ? rateLimited(100) : { ok: true, retry: false })).listen();
+    const verdicts: CouncilVerdict[] = [];
+    let calls = 0;
+    const m = new CouncilMember({
+      nc,
+      memberId: 'm-11',
+      prefix,
+      signer: ed25519Signer('m-11', generateParticipantKeys().privateKeyPem),
+      onVerdict: (_t, v) => verdicts.push(v),
+    })
+      .onPropose((t) => (calls++, candidateFor(t, 'm-11')))
+      .start();
+    try {
+      const t = task('proposal', 'm-11');
+      await queue('m-11', t, t.task_id);
+      await controller.until(2, 4_000);
+      await eventually(async () => (await jsm.consumers.info(stream, 'member-m-11')).num_ack_pending === 0, 'acked');
+      expect(controller.answers.map((a) => a.body)).toEqual([controller.answers[0].body, controller.answers[0].body]);
+      const [first, second] = controller.received;
+      expect(first.nonce).toEqual(expect.any(String));
+      expect(second.nonce).not.toBe(first.nonce);
+      expect(second.at - first.at).toBeGreaterThanOrEqual(100);
+      expect(calls).toBe(1);
+      expect(verdicts).toEqual([{ ok: true, retry: false }]);
+    } finally {
+      await m.stop();
+      controller.stop();
+    }
+  });
+
+  it('given a wait budget of 0, when an answer is refused RATE_LIMITED, then it is not settled: the task comes back and its cached answer is sent again', async () => {
+    const controller = new Controller((_b, i) => (i === 0 ? rateLimited(100) : { ok: true, retry: false })).listen();
+    const verdicts: CouncilVerdict[] = [];
+    let calls = 0;
+    const m = new CouncilMember({ nc, memberId: 'm-12', prefix, rateLimitWaitMs: 0, onVerdict: (_t, v) => verdicts.push(v) })
+      .onPropose((t) => (calls++, candidateFor(t, 'm-12')))
+      .start();
+    try {
+      const t = task('proposal', 'm-12', 15_000);
+      await queue('m-12', t, t.task_id);
+      await controller.until(2, 4_000);
+      await eventually(async () => (await jsm.consumers.info(stream, 'member-m-12')).num_ack_pending === 0, 'acked');
+      expect(controller.answers[1].body).toEqual(controller.answers[0].body);
+      expect(calls).toBe(1);
+      expect(verdicts).toEqual([{ ok: true, retry: false }]);
     } finally {
       await m.stop();
       controller.stop();

@@ -26,6 +26,7 @@ import {
 import { context as otelContext, ROOT_CONTEXT, trace, type Span, type TracerProvider } from '@opentelemetry/api';
 import { Consumer, ConsumerMessages, ErrorCode, headers, JsMsg, NatsConnection, NatsError } from 'nats';
 import { withJetStreamApiPrefix } from './feeds';
+import { DEFAULT_RATE_LIMIT_WAIT_MS, RequestRetries } from './request-retries';
 import { receiveSpan, sdkTracer, withTraceHeaders } from './tracing';
 
 const encoder = new TextEncoder();
@@ -80,6 +81,12 @@ export interface CouncilMemberOptions {
    * service requires authentication, since an answer is accepted only from the member it names.
    */
   signer?: (subject: string, body: Uint8Array) => Promise<Record<string, string>> | Record<string, string>;
+  /**
+   * How long one answer may wait, in all, to resend it after RATE_LIMITED refusals (default 10 s,
+   * as for ConclaveClient; 0: never). An answer refused for its rate never reached the controller:
+   * past the budget it is not settled but sent again with the task's next delivery.
+   */
+  rateLimitWaitMs?: number;
   /** The JetStream API prefix of the task queues in the member's NATS account (see `ConclaveClientOptions.jsApiPrefix`). */
   jsApiPrefix?: string;
   /** Where the SDK's spans go (see `ConclaveClientOptions.tracerProvider`); the global provider when absent. */
@@ -130,6 +137,7 @@ interface CachedAnswer {
 export class CouncilMember {
   readonly memberId: string;
   private readonly subjects: CouncilSubjects;
+  private readonly answerRetries: RequestRetries;
   private readonly handlers = new Map<TaskStage, CouncilTaskHandler>();
   private messages: ConsumerMessages | undefined;
   private attached: Promise<void> | undefined;
@@ -149,6 +157,7 @@ export class CouncilMember {
     if (options.jsApiPrefix) this.options = { ...options, nc: withJetStreamApiPrefix(options.nc, options.jsApiPrefix) };
     this.memberId = options.memberId;
     this.subjects = councilSubjects(options.prefix ?? DEFAULT_COUNCIL_PREFIX);
+    this.answerRetries = new RequestRetries(options.rateLimitWaitMs ?? DEFAULT_RATE_LIMIT_WAIT_MS);
   }
 
   onPropose(handler: CouncilTaskHandler): this {
@@ -318,7 +327,7 @@ export class CouncilMember {
           this.cache.set(task.task_id, { message, settled: false });
           this.trimCache();
         }
-        const verdict = await this.submit(message, span);
+        const verdict = await this.submit(message, span, control.signal);
         if (!verdict) return 'later';
         this.options.onVerdict?.(current, verdict);
         if (verdict.ok || !verdict.retry || !message.ok || attempt >= this.retries || control.signal.aborted) {
@@ -379,9 +388,20 @@ export class CouncilMember {
   /**
    * Sends an answer and waits for the verdict; undefined when no controller took it (answer again
    * later). Under the task's span, the answer carries its `traceparent` (not signed: it names a
-   * trace, it authorizes nothing).
+   * trace, it authorizes nothing). A RATE_LIMITED refusal is the edge's, before the controller
+   * saw the answer: it is resent after the hint, as ConclaveClient resends, until the budget is
+   * spent or the task is abandoned (`signal`), and then answered again later.
    */
-  private async submit(message: MemberAnswerMessage, span?: Span): Promise<MemberVerdict | undefined> {
+  private async submit(message: MemberAnswerMessage, span?: Span, signal?: AbortSignal): Promise<MemberVerdict | undefined> {
+    try {
+      return await this.answerRetries.run(() => this.submitOnce(message, span), undefined, signal);
+    } catch (err) {
+      if (err instanceof CouncilRequestError && err.code === 'RATE_LIMITED') return undefined;
+      throw err;
+    }
+  }
+
+  private async submitOnce(message: MemberAnswerMessage, span?: Span): Promise<MemberVerdict | undefined> {
     const nc = this.options.nc;
     if (nc.isClosed()) return undefined;
     const subject = this.subjects.answer(this.memberId);
@@ -397,6 +417,7 @@ export class CouncilMember {
       const verdict = JSON.parse(decoder.decode(reply.data)) as MemberVerdict;
       // A controller that could not record the answer (stopping, log unavailable): send it again later.
       if (!verdict.ok && verdict.retry && verdict.error?.code === 'INTERNAL') return undefined;
+      if (!verdict.ok && verdict.error?.code === 'RATE_LIMITED') throw new CouncilRequestError(verdict.error);
       return verdict;
     } catch (err) {
       const code = (err as NatsError).code;
@@ -473,6 +494,8 @@ export interface CouncilDecisionMessage {
 
 export interface CouncilClientOptions {
   timeoutMs?: number;
+  /** As for ConclaveClient: how long one call may wait, in all, to resend a RATE_LIMITED refusal (default 10 s; 0: never). */
+  rateLimitWaitMs?: number;
   /**
    * Signs every command as a registered participant, as for ConclaveClient:
    * `signer: ed25519Signer(participantId, privateKey)` (required when the service requires authentication).
@@ -491,6 +514,7 @@ export class CouncilClient {
   private readonly timeoutMs: number;
   private readonly signer: CouncilClientOptions['signer'];
   private readonly tracerProvider: CouncilClientOptions['tracerProvider'];
+  private readonly retries: RequestRetries;
   constructor(
     readonly nc: NatsConnection,
     prefix: string = DEFAULT_COUNCIL_PREFIX,
@@ -501,6 +525,7 @@ export class CouncilClient {
     this.timeoutMs = o.timeoutMs ?? 5_000;
     this.signer = o.signer;
     this.tracerProvider = o.tracerProvider;
+    this.retries = new RequestRetries(o.rateLimitWaitMs ?? DEFAULT_RATE_LIMIT_WAIT_MS);
   }
 
   async start(body: { goal_contract: unknown; panel: unknown[]; policy?: unknown; actor?: string; run_id?: string }): Promise<string> {
@@ -533,7 +558,12 @@ export class CouncilClient {
     await this.request(this.subjects.outcome, body);
   }
 
-  private async request<T extends object>(subject: string, body: unknown): Promise<T> {
+  /** Every call resends a RATE_LIMITED refusal, signed afresh, as ConclaveClient does; nothing else is resent. */
+  private request<T extends object>(subject: string, body: unknown): Promise<T> {
+    return this.retries.run(() => this.requestOnce<T>(subject, body));
+  }
+
+  private async requestOnce<T extends object>(subject: string, body: unknown): Promise<T> {
     const bytes = encoder.encode(JSON.stringify(body));
     const extra = this.signer ? await this.signer(subject, bytes) : undefined;
     return withTraceHeaders(sdkTracer(this.tracerProvider), subject, async (h) => {
@@ -541,7 +571,7 @@ export class CouncilClient {
       const msg = await this.nc.request(subject, bytes, { timeout: this.timeoutMs, headers: h });
       const reply = JSON.parse(decoder.decode(msg.data)) as
         | ({ ok: true } & T)
-        | { ok: false; error: { code: string; message: string; field?: string } };
+        | { ok: false; error: { code: string; message: string; field?: string; retry_after_ms?: number } };
       if (!reply.ok) throw new CouncilRequestError(reply.error);
       return reply;
     });
