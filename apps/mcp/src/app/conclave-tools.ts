@@ -11,8 +11,13 @@ export interface ToolErrorBody {
   code: string;
   message: string;
   field?: string;
-  /** True when the same call may succeed later (the service did not answer). */
+  /**
+   * True when the same call may succeed later: the service did not answer, or refused it
+   * RATE_LIMITED (the SDK already waited out what its budget allowed) after `retry_after_ms`.
+   */
   retryable: boolean;
+  /** RATE_LIMITED: how long to wait before calling again. */
+  retry_after_ms?: number;
 }
 
 export class ToolError extends Error {
@@ -233,12 +238,14 @@ function summarize(p: Proposal, responses: number): string {
   return `${r.outcome} (trigger ${r.trigger}${by}): for ${r.votes_for} / against ${r.votes_against} from ${responses} response(s), quorum ${p.quorum}`;
 }
 
-function toToolError(err: unknown): ToolError {
+/** A failure of a tool as the model reads it (exported for its test). */
+export function toToolError(err: unknown): ToolError {
   if (err instanceof ToolError) return err;
-  if (err instanceof ConclaveError)
-    return new ToolError({ code: err.code, message: err.message.replace(`${err.code}: `, ''), field: err.field, retryable: false });
-  if (err instanceof CouncilRequestError)
-    return new ToolError({ code: err.code, message: err.message, field: err.field, retryable: false });
+  if (err instanceof ConclaveError || err instanceof CouncilRequestError) {
+    const message = err instanceof ConclaveError ? err.message.replace(`${err.code}: `, '') : err.message;
+    const later = err.code === 'RATE_LIMITED' && err.retryAfterMs !== undefined ? { retry_after_ms: err.retryAfterMs } : undefined;
+    return new ToolError({ code: err.code, message, field: err.field, retryable: later !== undefined, ...later });
+  }
   if (err instanceof CouncilDeskError) return new ToolError({ code: err.code, message: err.message, retryable: false });
   if (err instanceof ConclaveUnavailableError) return new ToolError({ code: 'UNAVAILABLE', message: err.message, retryable: true });
   return new ToolError({ code: 'INTERNAL', message: (err as Error)?.message ?? String(err), retryable: false });
