@@ -58,11 +58,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
   let alice: ConclaveClient;
   let escalationUrl: string;
 
-  const pem = (id: string): string => {
-    const key = h.keys.get(id);
-    if (!key) throw new Error(`no key seeded for ${id}`);
-    return key.privateKeyPem;
-  };
+  const pem = (id: string) => h.privateKeyOf(id);
   const panelOf = (tag: string) => ({ proposers: ['builder', 'skeptic', 'operator'].map((l) => `${tag}-${l}`), chair: `${tag}-chair` });
   const owners = { alice: () => new CouncilClient(h.nc, prefix, { signer: ed25519Signer('alice', pem('alice')), timeoutMs: 15_000 }) };
   const council = () => h.instances.find((i) => i.name === 'council')!.app as INestApplication;

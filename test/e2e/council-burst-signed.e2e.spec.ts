@@ -123,11 +123,7 @@ describe('council burst, signed: many runs and duplicated answers on two replica
   let decisions: CouncilDecisionCollector;
   let sampler: NodeJS.Timeout | undefined;
 
-  const pem = (id: string): string => {
-    const key = h.keys.get(id);
-    if (!key) throw new Error(`no key seeded for ${id}`);
-    return key.privateKeyPem;
-  };
+  const pem = (id: string) => h.privateKeyOf(id);
 
   beforeAll(async () => {
     await h.start('intake', 'council', 'council');

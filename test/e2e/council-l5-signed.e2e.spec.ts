@@ -41,11 +41,7 @@ describe('council:L5 signed outcomes (authentication required, over NATS)', () =
     await h.stop();
   });
 
-  const pem = (id: string): string => {
-    const key = h.keys.get(id);
-    if (!key) throw new Error(`no key seeded for ${id}`);
-    return key.privateKeyPem;
-  };
+  const pem = (id: string) => h.privateKeyOf(id);
 
   /** `council.v1.outcome.record`, signed by `signer` (unsigned when undefined). */
   async function record(signer: string | undefined, body: Record<string, unknown>): Promise<Record<string, unknown>> {

@@ -1,14 +1,9 @@
-import { createHash } from 'node:crypto';
 import { acpStreamNames } from '@conclave/messaging';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { ed25519Signer } from '@conclave/sdk';
 import { scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk/testing';
-import { headers as natsHeaders } from 'nats';
 import { eventually, SecureConclaveHarness } from '../support/conclave-harness';
 import { CouncilDecisionCollector } from '../support/council-harness';
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 interface Reply {
   ok: boolean;
@@ -72,11 +67,7 @@ describe('Council security: who reads the evaluation read models (authentication
     ...[...idsOf(panels.rk), ...idsOf(panels.rs), ...idsOf(panels.rc)],
   ];
   const SUBJECTS = ['v1.capability.estimates', 'v1.capability.calibration', 'v1.capability.concentration'] as const;
-  const pem = (id: string): string => {
-    const key = h.keys.get(id);
-    if (!key) throw new Error(`no key seeded for ${id}`);
-    return key.privateKeyPem;
-  };
+  const pem = (id: string) => h.privateKeyOf(id);
 
   beforeAll(async () => {
     await h.start('intake', 'audit', 'council');
@@ -131,15 +122,8 @@ describe('Council security: who reads the evaluation read models (authentication
     await h.stop();
   });
 
-  /** A request signed by `id` (none: unsigned): the reply as parsed and as sent, and the body's hash (as audited). */
-  async function signed(id: string | undefined, subject: string, body: unknown): Promise<{ reply: Reply; text: string; hash: string }> {
-    const bytes = encoder.encode(JSON.stringify(body));
-    const headers = natsHeaders();
-    if (id) for (const [k, v] of Object.entries(ed25519Signer(id, pem(id))(subject, bytes))) headers.set(k, v);
-    const m = await h.nc.request(subject, bytes, { timeout: 15_000, headers });
-    const text = decoder.decode(m.data);
-    return { reply: JSON.parse(text) as Reply, text, hash: createHash('sha256').update(bytes).digest('hex') };
-  }
+  /** A request signed by `id`: the reply as parsed and as sent, and the body's hash (as audited). */
+  const signed = (id: string | undefined, subject: string, body: unknown) => h.signedRequest<Reply>(id, subject, body);
 
   const start = (owner: string, runId: string, domain: string, panel: { proposers: string[]; chair: string }) =>
     signed(owner, council('v1.start'), {

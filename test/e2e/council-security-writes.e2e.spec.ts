@@ -40,11 +40,7 @@ describe('Council security: who may start a council, who reads it mid-run, and e
   const idsOf = (p: { proposers: string[]; chair: string }) => [...p.proposers, p.chair];
   const attackPanel = panelOf('atk');
   const ownerPanel = { proposers: ['alice', 'ow-skeptic', 'ow-operator'], chair: 'ow-chair' };
-  const pem = (id: string): string => {
-    const key = h.keys.get(id);
-    if (!key) throw new Error(`no key seeded for ${id}`);
-    return key.privateKeyPem;
-  };
+  const pem = (id: string) => h.privateKeyOf(id);
   const goal = (owner: string, domain: string, id = 'gc-001') =>
     scriptedGoalContract({ goal_contract_id: id, decision_owner: owner, domain });
 
@@ -75,15 +71,8 @@ describe('Council security: who may start a council, who reads it mid-run, and e
     await h.stop();
   });
 
-  /** A request signed by `id` (Ed25519 headers): the reply as parsed and as sent, and the body's hash (as audited). */
-  async function signed(id: string, subject: string, body: unknown): Promise<{ reply: Reply; text: string; hash: string }> {
-    const bytes = encoder.encode(JSON.stringify(body));
-    const headers = natsHeaders();
-    for (const [k, v] of Object.entries(ed25519Signer(id, pem(id))(subject, bytes))) headers.set(k, v);
-    const m = await h.nc.request(subject, bytes, { timeout: 15_000, headers });
-    const text = decoder.decode(m.data);
-    return { reply: JSON.parse(text) as Reply, text, hash: createHash('sha256').update(bytes).digest('hex') };
-  }
+  /** A request signed by `id`: the reply as parsed and as sent, and the body's hash (as audited). */
+  const signed = (id: string, subject: string, body: unknown) => h.signedRequest<Reply>(id, subject, body);
 
   /** Seats panel members who sign their answers; their reviews wait for `gate` when one is given. */
   function seat(ids: string[], gate?: Promise<void>, reviewing?: () => void) {

@@ -1,6 +1,6 @@
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { tracing } from '@opentelemetry/sdk-node';
-import { headers as natsHeaders } from 'nats';
+import { headers as natsHeaders, type MsgHdrs } from 'nats';
 import { acpStreamNames } from '@conclave/messaging';
 import { JetStreamEventLog } from '@conclave/event-log';
 import { startTracing, stopTracing, tracingOn, tracingWantedBy } from '@conclave/service-kit';
@@ -35,12 +35,8 @@ describe('tracing: NATS API requests continue the caller trace', () => {
     await stopTracing();
   });
 
-  it('one SERVER span per request, child of the traceparent; the append is an event on it', async () => {
-    expect(tracingOn()).toBe(true);
-    const traceId = '0af7651916cd43dd8448eb211c80319c';
-    const callerSpan = 'b7ad6b7169203331';
-    const hdrs = natsHeaders();
-    hdrs.set('traceparent', `00-${traceId}-${callerSpan}-01`);
+  /** A proposal sent as plain JSON over NATS with these headers; the reply. */
+  const propose = async (hdrs: MsgHdrs): Promise<{ ok: boolean; proposal?: { proposal_id: string } }> => {
     const body = {
       schema_version: '1.0',
       type: 'proposal',
@@ -51,12 +47,20 @@ describe('tracing: NATS API requests continue the caller trace', () => {
       expires_at: null,
       created_at: new Date().toISOString(),
     };
-    const reply = JSON.parse(
-      new TextDecoder().decode(
-        (await h.nc.request(`${h.prefix}.v1.propose`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 5_000, headers: hdrs }))
-          .data,
-      ),
-    );
+    const msg = await h.nc.request(`${h.prefix}.v1.propose`, new TextEncoder().encode(JSON.stringify(body)), {
+      timeout: 5_000,
+      headers: hdrs,
+    });
+    return JSON.parse(new TextDecoder().decode(msg.data));
+  };
+
+  it('one SERVER span per request, child of the traceparent; the append is an event on it', async () => {
+    expect(tracingOn()).toBe(true);
+    const traceId = '0af7651916cd43dd8448eb211c80319c';
+    const callerSpan = 'b7ad6b7169203331';
+    const hdrs = natsHeaders();
+    hdrs.set('traceparent', `00-${traceId}-${callerSpan}-01`);
+    const reply = await propose(hdrs);
     expect(reply).toMatchObject({ ok: true });
 
     const server = await eventually(async () => exporter.getFinishedSpans().find((s) => s.name === 'v1.propose'), 5_000, 'the server span');
@@ -122,22 +126,7 @@ describe('tracing: NATS API requests continue the caller trace', () => {
     hdrs.set('tracestate', Array.from({ length: 12 }, (_, i) => `vendor${i}=${'v'.repeat(30)}`).join(','));
     // Valid W3C baggage (8 KiB allowed): more than the 512 characters an event's metadata takes.
     hdrs.set('baggage', Array.from({ length: 16 }, (_, i) => `key${i}=${'b'.repeat(120)}`).join(','));
-    const body = {
-      schema_version: '1.0',
-      type: 'proposal',
-      domain: 'ops.deploy',
-      author: 'agent-ops',
-      payload: { action: 'deploy' },
-      quorum: 2,
-      expires_at: null,
-      created_at: new Date().toISOString(),
-    };
-    const reply = JSON.parse(
-      new TextDecoder().decode(
-        (await h.nc.request(`${h.prefix}.v1.propose`, new TextEncoder().encode(JSON.stringify(body)), { timeout: 5_000, headers: hdrs }))
-          .data,
-      ),
-    ) as { ok: boolean; proposal?: { proposal_id: string } };
+    const reply = await propose(hdrs);
     expect(reply).toMatchObject({ ok: true });
 
     const log = await JetStreamEventLog.create({

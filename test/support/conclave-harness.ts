@@ -2,7 +2,8 @@ import { INestApplication } from '@nestjs/common';
 import { acpStreamNames } from '@conclave/messaging';
 import { ConclaveClient, ConclaveClientOptions } from '@conclave/sdk';
 import { loadConfig } from '@conclave/service-kit';
-import { connect, NatsConnection } from 'nats';
+import { createHash } from 'node:crypto';
+import { connect, headers as natsHeaders, NatsConnection } from 'nats';
 import { ulid } from 'ulid';
 import { IntakeConfig } from '../../apps/intake/src/app/intake.config';
 import { startIntake } from '../../apps/intake/src/app/intake.app';
@@ -145,6 +146,30 @@ export class SecureConclaveHarness extends ConclaveHarness {
     await super.start(...names);
     this.admin = await this.clientFor('admin');
     return this;
+  }
+
+  /** The private key (PKCS#8 PEM) made for `id` when it was seeded. */
+  privateKeyOf(id: string): string {
+    const key = this.keys.get(id);
+    if (!key) throw new Error(`no key seeded for ${id}`);
+    return key.privateKeyPem;
+  }
+
+  /**
+   * A plain JSON request over NATS signed by `id` with its Ed25519 key (unsigned when `id` is
+   * undefined): the reply parsed and as sent, and the body's hash (as the audit log records it).
+   */
+  async signedRequest<R = Record<string, unknown>>(
+    id: string | undefined,
+    subject: string,
+    body: unknown,
+  ): Promise<{ reply: R; text: string; hash: string }> {
+    const bytes = new TextEncoder().encode(JSON.stringify(body));
+    const headers = natsHeaders();
+    if (id) for (const [k, v] of Object.entries(ed25519Signer(id, this.privateKeyOf(id))(subject, bytes))) headers.set(k, v);
+    const m = await this.nc.request(subject, bytes, { timeout: 15_000, headers });
+    const text = new TextDecoder().decode(m.data);
+    return { reply: JSON.parse(text) as R, text, hash: createHash('sha256').update(bytes).digest('hex') };
   }
 
   /** Registers each participant with a fresh key and its grants. */
