@@ -18,7 +18,7 @@ import {
 } from '@conclave/council-protocol';
 import { CommandContext, Identity, ProposalReadPolicy } from '@conclave/service-kit';
 import { AcpBridge, BridgedDecision } from './acp-bridge';
-import { DomainScope, EvaluationHistory, EvaluationProjection } from './evaluation-projection';
+import { EvaluationHistory, EvaluationProjection } from './evaluation-projection';
 import { RunDriver } from './run-driver';
 
 const RUN_ID = /^[A-Za-z0-9_]{1,100}$/;
@@ -36,13 +36,13 @@ function optText(o: Record<string, unknown>, field: string): string | undefined 
   return v;
 }
 
-/** The estimates as a list, sorted by scope (family, version, role, domain, tools). */
-export function estimateList(history: EvaluationHistory, domains?: DomainScope): ScopedCapabilityEstimate[] {
+/** The estimates of the domains `shown` admits, sorted by scope (family, version, role, domain, tools). */
+function estimateList(history: EvaluationHistory, shown: (domain: string) => boolean): ScopedCapabilityEstimate[] {
   const estimates = history.capabilities().estimates;
   return Object.keys(estimates)
     .sort()
     .map((k) => estimates[k])
-    .filter((e) => domains === undefined || (typeof domains === 'string' ? e.domain === domains : domains(e.domain)));
+    .filter((e) => shown(e.domain));
 }
 
 /**
@@ -175,7 +175,7 @@ export class EvaluationCommands {
    * domain the reader may read. Each run's own domain is checked too, so that what the filter
    * returns, not only what was asked, is authorized, and the reply's counts cover the same runs.
    */
-  private readable(reader: Identity, domain: string | undefined): DomainScope {
+  private readable(reader: Identity, domain: string | undefined): (domain: string) => boolean {
     if (domain !== undefined) this.reading.requireDomain(reader, domain);
     return (d) => (domain === undefined || d === domain) && this.reading.mayReadDomain(reader, d);
   }
