@@ -10,7 +10,15 @@ import {
   isReplyInbox,
 } from '@conclave/messaging';
 import { AcpError } from '@conclave/acp-protocol';
-import { CommandContext, NATS_CONNECTION, RejectionRecorder, REQUEST_OBSERVER, SERVICE_CONFIG, tracingOn } from '@conclave/service-kit';
+import {
+  CommandContext,
+  NATS_CONNECTION,
+  RateLimitedError,
+  RejectionRecorder,
+  REQUEST_OBSERVER,
+  SERVICE_CONFIG,
+  tracingOn,
+} from '@conclave/service-kit';
 import type { CommandRequest, Identity, RequestObserver } from '@conclave/service-kit';
 import { propagation } from '@opentelemetry/api';
 import { headers, Msg, MsgHdrs, NatsConnection, Subscription } from 'nats';
@@ -159,6 +167,9 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
       // An answer refused at the edge (not from the member it names) goes to the audit log like
       // any refused command; the run records its own refusals of the member's answers.
       if (err instanceof AcpError) await this.rejections.record('council.answers', request, body, err, identity);
+      // Refused before anything was recorded or the nonce spent: the same answer, signed afresh after
+      // the hint, is still good. Every other typed refusal is final for this answer.
+      if (err instanceof RateLimitedError) return { ok: false, retry: true, error: err.toJSON() };
       if (err instanceof CouncilError || err instanceof AcpError) return { ok: false, retry: false, error: err.toJSON() };
       // Not the member's fault (the log is unavailable, the replica is stopping): answer again later.
       this.logger.warn(`answer from ${memberId} not handled: ${(err as Error).message}`);

@@ -10,6 +10,7 @@ import {
   DecisionContent,
   FrameCheckContent,
   MemberAnswerContent,
+  MemberVerdict,
   RevisionContent,
   ReviewContent,
   STAMPED_FIELDS,
@@ -18,8 +19,9 @@ import {
   stampedReviewId,
   validateAnswerContent,
   validateTask,
+  validateVerdict,
 } from './member-answers';
-import { ANSWER_SCHEMAS, REVIEW_SCHEMA, memberApiSchemas } from './member-schemas';
+import { ANSWER_SCHEMAS, REVIEW_SCHEMA, VERDICT_SCHEMA, memberApiSchemas } from './member-schemas';
 import { CouncilRunState, EMPTY_RUN, evolveRun } from './state';
 import {
   Behaviour,
@@ -47,6 +49,7 @@ sameKeys<AllKeys<ReviewContent>, keyof (typeof REVIEW_SCHEMA)['properties']>(tru
 sameKeys<AllKeys<ConflictMapContent>, keyof (typeof ANSWER_SCHEMAS)['conflict-map']['properties']>(true);
 sameKeys<AllKeys<FrameCheckContent>, keyof (typeof ANSWER_SCHEMAS)['frame-check']['properties']>(true);
 sameKeys<AllKeys<DecisionContent>, keyof (typeof ANSWER_SCHEMAS)['synthesis']['properties']>(true);
+sameKeys<keyof Extract<MemberVerdict, { ok: false }>['error'], keyof (typeof VERDICT_SCHEMA)['properties']['error']['properties']>(true);
 
 /** What a member sends when it returns content only: the full artifact minus every stamped field. */
 function contentOnly(stage: keyof MemberAnswerContent, artifact: unknown): unknown {
@@ -344,6 +347,15 @@ describe('member API: JSON Schemas, unknown fields refused by name', () => {
         }
       }),
     );
+  });
+});
+
+describe('member API: verdicts', () => {
+  it('given a RATE_LIMITED refusal with its hint, when validated, then the verdict schema takes retry_after_ms; a negative hint or an unknown field is refused', () => {
+    const limited = { ok: false, retry: true, error: { code: 'RATE_LIMITED', message: 'too many commands', retry_after_ms: 250 } };
+    expect(validateVerdict(limited)).toEqual(limited);
+    expect(refusal(() => validateVerdict({ ...limited, error: { ...limited.error, retry_after_ms: -1 } })).code).toBe('SCHEMA_VIOLATION');
+    expect(refusal(() => validateVerdict({ ...limited, wait: 1 })).code).toBe('SCHEMA_VIOLATION');
   });
 });
 

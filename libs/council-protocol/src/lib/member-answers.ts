@@ -70,10 +70,13 @@ export type MemberAnswerMessage =
   | { run_id: string; task_id: string; ok: true; artifact: unknown; usage?: Usage }
   | { run_id: string; task_id: string; ok: false; error: { code: string; message: string; field?: string }; usage?: Usage };
 
-/** The controller's reply to an answer; `retry: false` means do not answer this task again. */
+/**
+ * The controller's reply to an answer; `retry: false` means do not answer this task again. A
+ * `RATE_LIMITED` refusal has `retry: true` and `retry_after_ms`: send the same answer again after it.
+ */
 export type MemberVerdict =
   | { ok: true; retry: false }
-  | { ok: false; retry: boolean; error: { code: string; message: string; field?: string } };
+  | { ok: false; retry: boolean; error: { code: string; message: string; field?: string; retry_after_ms?: number } };
 
 /** Sent beside tasks on `<prefix>.v1.tasks.<member_id>`: stop working on a task. */
 export interface CancelNotice {

@@ -286,6 +286,11 @@ const errorBody = {
   required: ['code', 'message'],
   properties: { code: text, message: { type: 'string' }, field: { type: 'string' } },
 } as const;
+/** The controller's refusal: a RATE_LIMITED one says when to send the answer again. */
+const verdictError = {
+  ...errorBody,
+  properties: { ...errorBody.properties, retry_after_ms: { type: 'integer', minimum: 0 } },
+} as const;
 
 /**
  * What a member publishes on `<prefix>.v1.answers.<member_id>` (a request: the reply is the
@@ -311,7 +316,7 @@ export const VERDICT_SCHEMA = {
   type: 'object',
   additionalProperties: false,
   required: ['ok', 'retry'],
-  properties: { ok: { type: 'boolean' }, retry: { type: 'boolean' }, error: errorBody },
+  properties: { ok: { type: 'boolean' }, retry: { type: 'boolean' }, error: verdictError },
   if: { properties: { ok: { const: false } } },
   then: { required: ['error'] },
 } as const;
