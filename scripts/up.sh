@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `npm run up`: installs what is needed, finds or starts NATS with JetStream, builds and starts
 # the six services as separate processes, runs the Appendix C demo, then keeps running until
-# Ctrl-C, when every service drains and stops.
+# Ctrl-C, when every service drains and stops. Authentication is on (CONCLAVE_AUTH_MODE=required)
+# unless CONCLAVE_AUTH_MODE=off is set: each run makes a fresh administrator key, the demo
+# registers its participants with fresh keys (all in .data/up/keys, mode 600) and signs as them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NX_NO_CLOUD=true NX_DAEMON=false
@@ -9,6 +11,8 @@ export NX_NO_CLOUD=true NX_DAEMON=false
 SERVICES=(intake resolver sweeper escalation council audit)
 NATS_URL=${NATS_URL:-nats://127.0.0.1:4222}
 DATA=.data/up
+KEYS=$DATA/keys
+AUTH_MODE=${CONCLAVE_AUTH_MODE:-required}
 mkdir -p "$DATA/logs"
 
 bash scripts/ensure-deps.sh
@@ -39,6 +43,26 @@ echo "[up] building services (nx, webpack)"
 npx nx run-many -t build --projects="$(IFS=,; echo "${SERVICES[*]}"),cli" --outputStyle=static >"$DATA/logs/build.log" 2>&1 \
   || { echo "[up] build failed; see $DATA/logs/build.log" >&2; tail -30 "$DATA/logs/build.log" >&2; exit 1; }
 
+auth_env=(CONCLAVE_AUTH_MODE="$AUTH_MODE")
+demo_args=()
+if [ "$AUTH_MODE" = required ]; then
+  mkdir -p "$KEYS" && chmod 700 "$KEYS"
+  # Keys of earlier runs are replaced: the demo rotates its participants' keys, and the
+  # administrators of earlier runs are deactivated once this run's one is in.
+  rm -f "$KEYS"/up-admin-*.pem
+  admin=up-admin-$(date +%s)
+  bootstrap=$(node dist/apps/cli/main.js participants keygen --out "$KEYS/$admin.pem" --id "$admin" | sed -n 's/^CONCLAVE_BOOTSTRAP_ADMIN=//p')
+  # The console's bearer token for the human of Appendix C.4 (the demo registers that participant).
+  token_file=$KEYS/human-pricing-lead.token
+  (umask 077; node -e "process.stdout.write(require('crypto').randomBytes(32).toString('base64url'))" >"$token_file")
+  auth_env+=(CONCLAVE_BOOTSTRAP_ADMIN="$bootstrap"
+    CONCLAVE_HUMAN_TOKENS="{\"$(cat "$token_file")\":\"human-pricing-lead\"}"
+    CONCLAVE_INSECURE_OPEN_NATS=${CONCLAVE_INSECURE_OPEN_NATS:-true})
+  demo_args=(--participant "$admin" --key-file "$KEYS/$admin.pem" demo --keys-dir "$KEYS" --supersede up-admin-)
+else
+  demo_args=(demo)
+fi
+
 pids=()
 stop_all() {
   trap - INT TERM EXIT
@@ -52,7 +76,7 @@ trap stop_all INT TERM EXIT
 
 port_of() { case $1 in intake) echo 8081;; resolver) echo 8082;; sweeper) echo 8083;; escalation) echo 8084;; council) echo 8085;; audit) echo 8086;; esac; }
 for svc in "${SERVICES[@]}"; do
-  NATS_URL=$NATS_URL HTTP_PORT=$(port_of "$svc") HTTP_HOST=127.0.0.1 CONCLAVE_AUTH_MODE=${CONCLAVE_AUTH_MODE:-off} \
+  env NATS_URL="$NATS_URL" HTTP_PORT="$(port_of "$svc")" HTTP_HOST=127.0.0.1 "${auth_env[@]}" \
     CONCLAVE_EXPIRY_GRACE_MS=${CONCLAVE_EXPIRY_GRACE_MS:-100} \
     node "dist/apps/$svc/main.js" >"$DATA/logs/$svc.log" 2>&1 &
   pids+=($!)
@@ -69,10 +93,23 @@ for svc in "${SERVICES[@]}"; do
     || { echo "[up] $svc did not become ready; see $DATA/logs/$svc.log" >&2; tail -20 "$DATA/logs/$svc.log" >&2; exit 1; }
   echo "[up]   $svc ready on http://127.0.0.1:$p (logs: $DATA/logs/$svc.log)"
 done
-echo "[up] WARNING: authentication is OFF for this local run (CONCLAVE_AUTH_MODE=off)"
+if [ "$AUTH_MODE" = required ]; then
+  echo "[up] authentication is ON: every command is signed (administrator $admin, keys in $KEYS)"
+  echo "[up] WARNING: this local NATS server does not authenticate its clients (CONCLAVE_INSECURE_OPEN_NATS=true):"
+  echo "     anyone on this machine could publish on the bus directly; production runs NATS with accounts (deploy/nats)"
+else
+  echo "[up] WARNING: authentication is OFF for this local run (CONCLAVE_AUTH_MODE=off)"
+fi
 
 echo; echo "[up] demo: RFC Appendix C, posted through the SDK; decisions as they arrive:"
-node dist/apps/cli/main.js --nats "$NATS_URL" demo || echo "[up] the demo failed; the services keep running" >&2
+node dist/apps/cli/main.js --nats "$NATS_URL" "${demo_args[@]}" || echo "[up] the demo failed; the services keep running" >&2
 
-echo; echo "[up] Conclave is running. Try: npm run conclave -- watch   (Ctrl-C here stops everything)"
+echo; echo "[up] Conclave is running. Ctrl-C here stops everything. Try:"
+echo "     npm run conclave -- watch"
+if [ "$AUTH_MODE" = required ]; then
+  echo "     npm run conclave -- --participant demo-proposer --key-file $KEYS/demo-proposer.pem list"
+  echo "     the escalation console http://127.0.0.1:8084/ with the token in $token_file"
+else
+  echo "     the escalation console http://127.0.0.1:8084/"
+fi
 wait "${pids[0]}"

@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { ConclaveClient, ConclaveError, FeedError } from '@conclave/sdk';
 import { runCouncilDemo, runDemo } from './commands/demo.command';
+import { runSecureDemo, setupSecureDemo } from './commands/secure-demo.command';
 import { registerCouncilCommands } from './commands/council.command';
 import { formatDecision, OUTCOME_EXIT_CODES } from './format';
 import { commandSigner, registerParticipantCommands, SigningOptions } from './commands/participants.command';
@@ -43,15 +44,26 @@ async function withClient<T>(fn: (client: ConclaveClient, json: boolean) => Prom
 program
   .command('demo')
   .description('post the RFC Appendix C scenarios and print each decision as it arrives')
-  .action(() =>
+  .option(
+    '--keys-dir <dir>',
+    'authentication on: register the demo participants with fresh keys written here, signed as --participant (an administrator), then sign as each of them and show two attacks refused',
+  )
+  .option('--supersede <prefix>', 'with --keys-dir: deactivate the administrators of earlier runs, whose ids start with this')
+  .action((o: { keysDir?: string; supersede?: string }) =>
     withClient(async (client, json) => {
-      const decisions = await runDemo(client, (line) => !json && console.log(line));
+      const print = (line: string) => !json && console.log(line);
+      const { streamSuffix, prefix, participant } = program.opts<{ streamSuffix: string; prefix: string; participant?: string }>();
+      const councilPrefix = process.env['CONCLAVE_COUNCIL_PREFIX'];
+      if (o.keysDir) {
+        if (!participant) throw new Error('demo --keys-dir signs the registrations: give --participant and --key-file of an administrator');
+        const keys = await setupSecureDemo(client, participant, { keysDir: o.keysDir, supersedePrefix: o.supersede, print });
+        const result = await runSecureDemo(client.nc, keys, print, { prefix, streamSuffix, councilPrefix });
+        if (json) [...result.decisions, result.council, ...result.refusals].forEach((d) => console.log(JSON.stringify(d)));
+        return;
+      }
+      const decisions = await runDemo(client, print);
       if (json) decisions.forEach((d) => console.log(JSON.stringify(d)));
-      const { streamSuffix } = program.opts<{ streamSuffix: string }>();
-      const council = await runCouncilDemo(client.nc, (line) => !json && console.log(line), {
-        prefix: process.env['CONCLAVE_COUNCIL_PREFIX'],
-        streamSuffix,
-      });
+      const council = await runCouncilDemo(client.nc, print, { prefix: councilPrefix, streamSuffix });
       if (json) console.log(JSON.stringify(council));
     }),
   );

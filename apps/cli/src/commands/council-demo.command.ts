@@ -17,6 +17,9 @@ export interface CouncilDemoOptions {
   memberSigner?: (memberId: string) => CouncilClientOptions['signer'];
 }
 
+/** The demo council's scripted members (registered as participants when authentication is on). */
+export const COUNCIL_DEMO_MEMBERS = { proposers: ['demo-builder', 'demo-skeptic', 'demo-operator'], chair: 'demo-chair' } as const;
+
 const DISSENT = 'skeptic: dual writes may still drift under peak load; discriminating evidence: a replay of last month of traffic';
 
 /**
@@ -32,8 +35,8 @@ export async function runCouncilDemo(
   options: CouncilDemoOptions = {},
 ): Promise<CouncilDecisionMessage> {
   const prefix = options.prefix ?? 'council';
-  const proposers = ['demo-builder', 'demo-skeptic', 'demo-operator'];
-  const chair = 'demo-chair';
+  const proposers = [...COUNCIL_DEMO_MEMBERS.proposers];
+  const chair = COUNCIL_DEMO_MEMBERS.chair;
   const members = [
     ...proposers.map((id) => new ScriptedMember(nc, id, cleanBehaviour(), prefix, options.memberSigner?.(id))),
     new ScriptedMember(

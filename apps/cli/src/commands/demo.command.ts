@@ -51,11 +51,26 @@ export const APPENDIX_C: Scenario[] = [
   },
 ];
 
+/** Who posts the four scenarios. */
+export const DEMO_PROPOSER = 'demo-proposer';
+
+export interface DemoOptions {
+  timeoutMs?: number;
+  /**
+   * The client that acts for a participant, signing as it (authentication required): the
+   * proposer, each voter, the human of C.4. Absent, `client` sends everything, unsigned, with
+   * the factors each vote declares (authentication off).
+   */
+  as?: (participantId: string) => ConclaveClient;
+}
+
 /**
  * Posts the four Appendix C scenarios through the SDK and prints every decision as it
  * arrives from the ACP_DECISIONS stream. Resolves when each scenario's final decision is in.
  */
-export async function runDemo(client: ConclaveClient, print: (line: string) => void, timeoutMs = 30_000): Promise<DecisionEvent[]> {
+export async function runDemo(client: ConclaveClient, print: (line: string) => void, options: DemoOptions = {}): Promise<DecisionEvent[]> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const as = options.as ?? (() => client);
   const seen: DecisionEvent[] = [];
   const ids = new Map<string, Scenario>();
   // Final decisions seen; a scenario can be decided before the next one is even posted.
@@ -75,7 +90,7 @@ export async function runDemo(client: ConclaveClient, print: (line: string) => v
       print(formatDecision(decision, scenario.title));
       if (decision.outcome === 'escalated' && scenario.humanResolution) {
         print(`  -> a human (${scenario.humanResolution.resolved_by}) resolves the escalation: ${scenario.humanResolution.outcome}`);
-        await client.resolve(decision.proposal_id, scenario.humanResolution);
+        await as(scenario.humanResolution.resolved_by).resolve(decision.proposal_id, scenario.humanResolution);
         continue;
       }
       decided.add(decision.proposal_id);
@@ -86,9 +101,9 @@ export async function runDemo(client: ConclaveClient, print: (line: string) => v
   try {
     for (const scenario of APPENDIX_C) {
       const now = Date.now();
-      const proposal = await client.propose({
+      const proposal = await as(DEMO_PROPOSER).propose({
         domain: scenario.domain,
-        author: 'demo-proposer',
+        author: DEMO_PROPOSER,
         payload: { scenario: scenario.title },
         quorum: scenario.quorum,
         created_at: new Date(now).toISOString(),
@@ -96,8 +111,11 @@ export async function runDemo(client: ConclaveClient, print: (line: string) => v
       });
       ids.set(proposal.proposal_id, scenario);
       print(`posted ${scenario.title}: proposal ${proposal.proposal_id} in ${scenario.domain}, quorum ${scenario.quorum}`);
-      for (const { kind, ...vote } of scenario.votes) {
-        await (kind === 'endorse' ? client.endorse(proposal.proposal_id, vote) : client.challenge(proposal.proposal_id, vote));
+      for (const { kind, domain_authority, trust_score, ...vote } of scenario.votes) {
+        // Signed, the factors are left out: the service stamps them from the voter's grant.
+        const cast = options.as ? vote : { ...vote, domain_authority, trust_score };
+        const voter = as(vote.participant_id);
+        await (kind === 'endorse' ? voter.endorse(proposal.proposal_id, cast) : voter.challenge(proposal.proposal_id, cast));
       }
     }
     await Promise.race([reader.then(() => finish()), done]);
