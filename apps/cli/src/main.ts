@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { Command } from 'commander';
-import { ConclaveClient, ConclaveError, FeedError } from '@conclave/sdk';
+import { ConclaveClient, ConclaveError, CouncilRequestError, FeedError } from '@conclave/sdk';
 import { runCouncilDemo, runDemo } from './commands/demo.command';
 import { runSecureDemo, setupSecureDemo } from './commands/secure-demo.command';
 import { registerCouncilCommands } from './commands/council.command';
@@ -131,6 +131,9 @@ program.parseAsync(process.argv).catch((err: unknown) => {
     process.exitCode = 2;
   } else if (err instanceof ConclaveError) {
     console.error(`error ${err.code}${err.field ? ` (${err.field})` : ''}: ${err.message}`);
+    process.exitCode = 2;
+  } else if (err instanceof CouncilRequestError) {
+    console.error(`error ${err.message}`);
     process.exitCode = 2;
   } else {
     console.error((err as Error).message ?? err);

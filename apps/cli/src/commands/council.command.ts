@@ -73,5 +73,5 @@ export function registerCouncilCommands(program: Command): void {
       }),
     );
 
-  registerCouncilEvaluationCommands(program, council);
+  registerCouncilEvaluationCommands(council, withCouncil);
 }

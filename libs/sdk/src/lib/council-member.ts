@@ -1,5 +1,9 @@
 import {
+  CalibrationScope,
   CancelNotice,
+  ConcentrationAudit,
+  ConcentrationPeriod,
+  ConcentrationSubject,
   CouncilError,
   CouncilErrorBody,
   CouncilTaskRequest,
@@ -7,6 +11,7 @@ import {
   MemberAnswerMessage,
   MemberVerdict,
   RunRecord,
+  ScopedCapabilityEstimate,
   TaskStage,
   Usage,
   validateAnswerContent,
@@ -554,8 +559,34 @@ export class CouncilClient {
     await this.request(`${this.subjects.prefix}.${COUNCIL_COMMANDS.interrupt}`, body);
   }
 
-  async recordOutcome(body: { run_id: string; outcome: unknown; actor: string }): Promise<void> {
-    await this.request(this.subjects.outcome, body);
+  /** Records a structured outcome (council:L5); `actor` is taken from the signature when authentication is on. */
+  async recordOutcome(body: { run_id: string; outcome: unknown; actor?: string }): Promise<{ run_id: string; outcome_id: string }> {
+    const { run_id, outcome_id } = await this.request<{ run_id: string; outcome_id: string }>(this.subjects.outcome, body);
+    return { run_id, outcome_id };
+  }
+
+  /**
+   * Capability estimates (council:L4) of the domains the caller may read; `rebuild` folds the
+   * whole log again (administrators only).
+   */
+  estimates(
+    query: { domain?: string; rebuild?: boolean } = {},
+  ): Promise<{ estimates: ScopedCapabilityEstimate[]; ended_runs: number; rebuilt: boolean }> {
+    return this.request(`${this.subjects.prefix}.${COUNCIL_COMMANDS.estimates}`, query);
+  }
+
+  /** Calibration (council:L5): Brier score, log loss and reliability per member × role × domain. */
+  calibration(
+    query: { domain?: string; confidence_probabilities?: Record<string, number> } = {},
+  ): Promise<{ calibration: CalibrationScope[]; forecasts: number }> {
+    return this.request(`${this.subjects.prefix}.${COUNCIL_COMMANDS.calibration}`, query);
+  }
+
+  /** The concentration audit (spec 16.7) per domain and period. */
+  concentration(
+    query: { domain?: string; period?: ConcentrationPeriod; subject?: ConcentrationSubject } = {},
+  ): Promise<{ audit: ConcentrationAudit }> {
+    return this.request(`${this.subjects.prefix}.${COUNCIL_COMMANDS.concentration}`, query);
   }
 
   /** Every call resends a RATE_LIMITED refusal, signed afresh, as ConclaveClient does; nothing else is resent. */
