@@ -156,12 +156,13 @@ function escapeRegExp(s: string): string {
 
 /**
  * A member id occurs in a word when it is the whole word or a `-`/`_`-separated part of it
- * (`cand-A-v1` names `A`; `x-ray` names `x`, `ab` does not name `a`).
+ * (`cand-A-v1` names `A`; `x-ray` names `x`, `ab` does not name `a`), in any letter case:
+ * `BUILDER-01` names `builder-01` to a reader as plainly as the id itself does.
  */
 function idPartPattern(ids: readonly string[]): RegExp | null {
   const sorted = [...new Set(ids)].filter((id) => id.length > 0).sort((a, b) => b.length - a.length);
   if (sorted.length === 0) return null;
-  return new RegExp(`(?<=^|[-_])(?:${sorted.map(escapeRegExp).join('|')})(?=$|[-_])`, 'g');
+  return new RegExp(`(?<=^|[-_])(?:${sorted.map(escapeRegExp).join('|')})(?=$|[-_])`, 'gi');
 }
 
 function scrubText(text: string, part: RegExp): string {
