@@ -50,6 +50,7 @@ if [ "$AUTH_MODE" = required ]; then
   # Keys of earlier runs are replaced: the demo rotates its participants' keys, and the
   # administrators of earlier runs are deactivated once this run's one is in.
   rm -f "$KEYS"/up-admin-*.pem
+  open_nats=${CONCLAVE_INSECURE_OPEN_NATS:-true}
   admin=up-admin-$(date +%s)
   bootstrap=$(node dist/apps/cli/main.js participants keygen --out "$KEYS/$admin.pem" --id "$admin" | sed -n 's/^CONCLAVE_BOOTSTRAP_ADMIN=//p')
   # The console's bearer token for the human of Appendix C.4 (the demo registers that participant).
@@ -57,7 +58,7 @@ if [ "$AUTH_MODE" = required ]; then
   (umask 077; node -e "process.stdout.write(require('crypto').randomBytes(32).toString('base64url'))" >"$token_file")
   auth_env+=(CONCLAVE_BOOTSTRAP_ADMIN="$bootstrap"
     CONCLAVE_HUMAN_TOKENS="{\"$(cat "$token_file")\":\"human-pricing-lead\"}"
-    CONCLAVE_INSECURE_OPEN_NATS=${CONCLAVE_INSECURE_OPEN_NATS:-true})
+    CONCLAVE_INSECURE_OPEN_NATS="$open_nats")
   demo_args=(--participant "$admin" --key-file "$KEYS/$admin.pem" demo --keys-dir "$KEYS" --supersede up-admin-)
 else
   demo_args=(demo)
@@ -95,8 +96,10 @@ for svc in "${SERVICES[@]}"; do
 done
 if [ "$AUTH_MODE" = required ]; then
   echo "[up] authentication is ON: every command is signed (administrator $admin, keys in $KEYS)"
-  echo "[up] WARNING: this local NATS server does not authenticate its clients (CONCLAVE_INSECURE_OPEN_NATS=true):"
-  echo "     anyone on this machine could publish on the bus directly; production runs NATS with accounts (deploy/nats)"
+  if [ "$open_nats" = true ]; then
+    echo "[up] WARNING: this local NATS server does not authenticate its clients (CONCLAVE_INSECURE_OPEN_NATS=true):"
+    echo "     anyone on this machine could publish on the bus directly; production runs NATS with accounts (deploy/nats)"
+  fi
 else
   echo "[up] WARNING: authentication is OFF for this local run (CONCLAVE_AUTH_MODE=off)"
 fi

@@ -2,6 +2,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DecisionEvent } from '@conclave/acp-protocol';
 import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
+import type { DomainGrant, ParticipantRecord, Role } from '@conclave/registry-protocol';
 import type { CouncilDecisionMessage, ParticipantKeyPair } from '@conclave/sdk';
 import { ConclaveClient, ConclaveError, ed25519Signer, generateParticipantKeys } from '@conclave/sdk';
 import type { NatsConnection } from 'nats';
@@ -9,14 +10,14 @@ import { ulid } from 'ulid';
 import { COUNCIL_DEMO_MEMBERS, runCouncilDemo } from './council-demo.command';
 import { APPENDIX_C, DEMO_PROPOSER, runDemo } from './demo.command';
 
-type Role = 'agent' | 'human-resolver' | 'administrator';
-type Action = 'propose' | 'respond' | 'escalate' | 'resolve';
+/** What the demo sets of a grant (the registry stamps when and by whom). */
+type DemoGrant = Pick<DomainGrant, 'domain' | 'actions' | 'domain_authority' | 'trust_score'>;
 
 /** A demo participant as the registry should hold it. */
 export interface DemoParticipant {
   participant_id: string;
   roles: Role[];
-  grants: Array<{ domain: string; actions: Action[]; domain_authority: number; trust_score: number }>;
+  grants: DemoGrant[];
 }
 
 /** The council demo's decision owner: it starts the run, so it proposes in the run's domain. */
@@ -69,13 +70,9 @@ export interface SecureDemoSetupOptions {
   print?: (line: string) => void;
 }
 
+/** The part of the registry's `get` reply the setup reads. */
 interface RegistryView {
-  participant: {
-    participant_id: string;
-    roles: Role[];
-    status: 'active' | 'deactivated';
-    grants: Record<string, { actions: Action[]; domain_authority: number; trust_score: number }>;
-  };
+  participant: Pick<ParticipantRecord, 'participant_id' | 'roles' | 'grants'> & { status: 'active' | 'deactivated' };
 }
 
 /**
