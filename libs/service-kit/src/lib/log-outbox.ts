@@ -12,7 +12,7 @@ import {
 import { publishJsonOnce } from '@conclave/messaging';
 import { headers as natsHeaders, JetStreamClient, NatsConnection } from 'nats';
 import { Readiness } from './readiness';
-import { ConclaveMetrics, METRICS } from './metrics';
+import { ConclaveMetrics, METRICS, type Increment, type Observe } from './metrics';
 import { contextOfEvent, producerSpan, tracingOn } from './tracing';
 import { StartProgress } from './start-watch';
 
@@ -56,8 +56,8 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
   @Optional() @Inject(StartProgress) private readonly progress?: StartProgress;
   private meters:
     | {
-        latency: ReturnType<ConclaveMetrics['histogram']>;
-        published: ReturnType<ConclaveMetrics['counter']>;
+        latency: Observe;
+        published: Increment;
         restarts: ReturnType<ConclaveMetrics['counter']>;
       }
     | undefined;
@@ -81,8 +81,8 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
   async onApplicationBootstrap(): Promise<void> {
     if (this.metrics?.enabled) {
       this.meters = {
-        latency: this.metrics.histogram(METRICS.outboxPublishDuration),
-        published: this.metrics.counter(METRICS.outboxPublished),
+        latency: this.metrics.observer(METRICS.outboxPublishDuration, { outbox: this.outbox.checkpoint }),
+        published: this.metrics.increment(METRICS.outboxPublished, { outbox: this.outbox.checkpoint }),
         restarts: this.metrics.counter(METRICS.outboxRestarts),
       };
       this.metrics.observe(METRICS.outboxPending, { outbox: this.outbox.checkpoint }, () => this.inFlight.length);
@@ -154,12 +154,11 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
   private measured<T>(ack: Promise<T>): Promise<T> {
     const meters = this.meters;
     if (!meters) return ack;
-    const labels = { outbox: this.outbox.checkpoint };
-    const end = meters.latency.startTimer(labels);
+    const started = performance.now();
     void ack.then(
       () => {
-        end();
-        meters.published.inc(labels);
+        meters.latency((performance.now() - started) / 1000);
+        meters.published();
       },
       () => undefined,
     );

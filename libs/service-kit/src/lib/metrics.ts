@@ -135,6 +135,9 @@ export const METRICS = {
 } as const;
 
 /** Adds to one series of a counter (default 1). */
+/** Observations a hot-path histogram series holds before handing them to prom-client. */
+const OBSERVATIONS_BUFFERED = 256;
+
 export type Increment = (by?: number) => void;
 /** Records one observation in one series of a histogram. */
 export type Observe = (value: number) => void;
@@ -269,10 +272,28 @@ export class ConclaveMetrics {
     };
   }
 
-  /** One series of a histogram, its labels fixed once. */
+  /**
+   * One series of a histogram for a hot path (every request, append, publish): observations are
+   * kept in a small buffer and handed to prom-client together, when scraped or when the buffer
+   * fills. prom-client validates and hashes the label object on every `observe`; on a path run
+   * once per message, with the caches cold between messages, that was the largest cost of the
+   * metrics (docs/benchmarks.md, run T), and in a batch it costs a fraction.
+   */
   observer(def: Def<'histogram'>, labels: Record<string, string>): Observe {
     const h = this.histogram(def);
-    return (value) => h.observe(labels, value);
+    const pending = new Float64Array(OBSERVATIONS_BUFFERED);
+    let n = 0;
+    const flush = () => {
+      for (let i = 0; i < n; i++) h.observe(labels, pending[i]);
+      n = 0;
+    };
+    this.totals.push(flush);
+    return (value) => {
+      // prom-client refuses a value that is not finite; buffered, it would throw at the scrape.
+      if (!Number.isFinite(value)) return;
+      pending[n++] = value;
+      if (n === OBSERVATIONS_BUFFERED) flush();
+    };
   }
 
   /**
