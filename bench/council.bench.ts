@@ -1,5 +1,5 @@
 /**
- * Council benchmark (issue 7): a 5-member, 3-round council with scripted members that answer
+ * Council benchmark: a 5-member, 3-round council with scripted members that answer
  * after fixed delays. Prints the wall time of each run (start request → DecisionRecord received
  * from COUNCIL_DECISIONS) against its critical path, the sum over stages of the slowest member
  * tasked in that stage; the difference is what the controller, the event log and NATS add.

@@ -1,5 +1,5 @@
 /**
- * The in-process figures (issue 4's benchmark, kept for comparison): intake, resolver and sweeper
+ * The in-process figures (the first end-to-end benchmark, kept for comparison): intake, resolver and sweeper
  * in the bench's process (as in the e2e tests), on the NATS server at NATS_URL:
  *   1. raw JetStream acknowledged publish rate; raw bound = that rate / 7 messages per proposal;
  *   2. resolved proposals per second end to end, many in flight;

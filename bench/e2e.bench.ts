@@ -122,7 +122,7 @@ async function main(): Promise<void> {
       console.log(`services' logs kept in ${logDir}`);
     } else await server.dispose();
   }
-  console.log(`\n## summary (goals from issue 10; this machine is shared, figures move between runs)`);
+  console.log(`\n## summary (goals of the benchmark; this machine is shared, figures move between runs)`);
   for (const l of lines) console.log(`- ${l}`);
   console.log(`whole run: ${fmt((performance.now() - t0) / 60_000, 1)} min`);
 }

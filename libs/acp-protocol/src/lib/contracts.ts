@@ -86,7 +86,7 @@ export function proposalStream(proposalId: string): string {
 /** Decision event `event_type` (B.2). */
 export const DECISION_EVENT_TYPE = 'decision' as const;
 
-/** Escalation ladder step actions (issue 5): remind, hand to a fallback assignee, default outcome. */
+/** Escalation ladder step actions: remind, hand to a fallback assignee, default outcome. */
 export const LADDER_ACTIONS = ['remind', 'reassign', 'default'] as const;
 export type LadderAction = (typeof LADDER_ACTIONS)[number];
 

@@ -1,5 +1,5 @@
 /**
- * M-of-N human sign-off (issue 5 item 4), a per-domain option of the escalation desk: the
+ * M-of-N human sign-off, a per-domain option of the escalation desk: the
  * escalated proposal resolves when `required` of the named humans agree on the same outcome;
  * with `veto`, any one of them rejecting rejects it at once. Pure: the sign-offs recorded so far
  * in, the decision out.
