@@ -42,6 +42,7 @@ export * from './lib/evaluation/capability';
 export * from './lib/evaluation/chair-selection';
 export * from './lib/evaluation/concentration';
 export * from './lib/evaluation/calibration';
+export * from './lib/evaluation/replies';
 // The bridge from a Council decision to ACP entries (an extension).
 export * from './lib/acp-bridge';
 // What the council service does about ACP: start runs, post decisions back, take value choices.

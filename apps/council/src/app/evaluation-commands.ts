@@ -2,12 +2,14 @@ import { Injectable } from '@nestjs/common';
 import {
   COUNCIL_COMMAND_TYPES as C,
   CONCENTRATION_PERIODS,
-  CalibrationScope,
+  CalibrationReply,
+  CapabilityEstimatesReply,
   ChairSelection,
-  ConcentrationAudit,
   ConcentrationPeriod,
+  ConcentrationReply,
   ConcentrationSubject,
   CouncilError,
+  OutcomeRecordedReply,
   ScopedCapabilityEstimate,
   checkConfidenceProbabilities,
   parseCouncilPolicy,
@@ -105,7 +107,7 @@ export class EvaluationCommands {
    * the decision owner or an evaluator the run's policy names records it (signed when
    * authentication is on). Stored in the run's stream; published on COUNCIL_OUTCOMES from there.
    */
-  async recordOutcome(input: unknown, identity: Identity): Promise<{ run_id: string; outcome_id: string }> {
+  async recordOutcome(input: unknown, identity: Identity): Promise<OutcomeRecordedReply> {
     const o = body(input);
     const runId = optText(o, 'run_id');
     if (runId === undefined || !RUN_ID.test(runId))
@@ -123,10 +125,7 @@ export class EvaluationCommands {
    * events again: administrators only, or any caller could keep the service busy reading its
    * whole log; the role is no read right, so an administrator sees only its granted domains.
    */
-  async estimates(
-    input: unknown,
-    identity: Identity,
-  ): Promise<{ estimates: ScopedCapabilityEstimate[]; ended_runs: number; rebuilt: boolean }> {
+  async estimates(input: unknown, identity: Identity): Promise<CapabilityEstimatesReply> {
     const o = body(input ?? {});
     const rebuild = o['rebuild'] === true;
     if (rebuild) this.context.requireRole(identity, 'administrator');
@@ -139,7 +138,7 @@ export class EvaluationCommands {
    * `council.v1.capability.calibration`: `{domain?, confidence_probabilities?}` → Brier, log loss,
    * reliability per member × role × domain, of the domains the caller may read.
    */
-  async calibration(input: unknown, identity: Identity): Promise<{ calibration: CalibrationScope[]; forecasts: number }> {
+  async calibration(input: unknown, identity: Identity): Promise<CalibrationReply> {
     const o = body(input ?? {});
     const domains = this.readable(identity, optText(o, 'domain'));
     const p = o['confidence_probabilities'];
@@ -152,7 +151,7 @@ export class EvaluationCommands {
    * `council.v1.capability.concentration`: `{domain?, period?, subject?}` → the audit per
    * domain × period (16.7), of the domains the caller may read (cells and skipped runs alike).
    */
-  async concentration(input: unknown, identity: Identity): Promise<{ audit: ConcentrationAudit }> {
+  async concentration(input: unknown, identity: Identity): Promise<ConcentrationReply> {
     const o = body(input ?? {});
     const domains = this.readable(identity, optText(o, 'domain'));
     const period = optText(o, 'period') ?? 'month';

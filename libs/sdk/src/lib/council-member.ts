@@ -1,8 +1,9 @@
 import {
-  CalibrationScope,
+  CalibrationReply,
   CancelNotice,
-  ConcentrationAudit,
+  CapabilityEstimatesReply,
   ConcentrationPeriod,
+  ConcentrationReply,
   ConcentrationSubject,
   CouncilError,
   CouncilErrorBody,
@@ -10,8 +11,8 @@ import {
   isCancelNotice,
   MemberAnswerMessage,
   MemberVerdict,
+  OutcomeRecordedReply,
   RunRecord,
-  ScopedCapabilityEstimate,
   TaskStage,
   Usage,
   validateAnswerContent,
@@ -560,8 +561,8 @@ export class CouncilClient {
   }
 
   /** Records a structured outcome (council:L5); `actor` is taken from the signature when authentication is on. */
-  async recordOutcome(body: { run_id: string; outcome: unknown; actor?: string }): Promise<{ run_id: string; outcome_id: string }> {
-    const { run_id, outcome_id } = await this.request<{ run_id: string; outcome_id: string }>(this.subjects.outcome, body);
+  async recordOutcome(body: { run_id: string; outcome: unknown; actor?: string }): Promise<OutcomeRecordedReply> {
+    const { run_id, outcome_id } = await this.request<OutcomeRecordedReply>(this.subjects.outcome, body);
     return { run_id, outcome_id };
   }
 
@@ -569,23 +570,19 @@ export class CouncilClient {
    * Capability estimates (council:L4) of the domains the caller may read; `rebuild` folds the
    * whole log again (administrators only).
    */
-  estimates(
-    query: { domain?: string; rebuild?: boolean } = {},
-  ): Promise<{ estimates: ScopedCapabilityEstimate[]; ended_runs: number; rebuilt: boolean }> {
+  estimates(query: { domain?: string; rebuild?: boolean } = {}): Promise<CapabilityEstimatesReply> {
     return this.request(`${this.subjects.prefix}.${COUNCIL_COMMANDS.estimates}`, query);
   }
 
   /** Calibration (council:L5): Brier score, log loss and reliability per member × role × domain. */
-  calibration(
-    query: { domain?: string; confidence_probabilities?: Record<string, number> } = {},
-  ): Promise<{ calibration: CalibrationScope[]; forecasts: number }> {
+  calibration(query: { domain?: string; confidence_probabilities?: Record<string, number> } = {}): Promise<CalibrationReply> {
     return this.request(`${this.subjects.prefix}.${COUNCIL_COMMANDS.calibration}`, query);
   }
 
   /** The concentration audit (spec 16.7) per domain and period. */
   concentration(
     query: { domain?: string; period?: ConcentrationPeriod; subject?: ConcentrationSubject } = {},
-  ): Promise<{ audit: ConcentrationAudit }> {
+  ): Promise<ConcentrationReply> {
     return this.request(`${this.subjects.prefix}.${COUNCIL_COMMANDS.concentration}`, query);
   }
 
