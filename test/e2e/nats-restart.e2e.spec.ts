@@ -1,3 +1,4 @@
+import { ConclaveClient } from '@conclave/sdk';
 import { connect, NatsConnection } from 'nats';
 import { eventually } from '../support/conclave-harness';
 import { checkInvariants, describeReport, noViolations, readRun, RunRecord, runNamesOf, violationCounts } from '../support/invariants';
@@ -48,7 +49,7 @@ describe('NATS server restart under load: services reconnect and resume, nothing
     await nats.dispose();
   });
 
-  it(`given intake, resolver, sweeper and audit as processes on a private server, when it stops for ${OUTAGE_MS / 1000} s during ${PROPOSALS} proposals (3 concurrent responses each, or a deadline) and comes back, then every accepted proposal is decided once and every event audited`, async () => {
+  it(`given intake, resolver, sweeper and audit as processes on a private server, when it stops for ${OUTAGE_MS / 1000} s during ${PROPOSALS} proposals (3 concurrent responses each, or a deadline) and comes back, then every accepted proposal is decided once and every event audited, and a reader following the decisions across the outage reads them all`, async () => {
     // Given
     await nats.start();
     const svc = new ServiceProcesses(nats.url, nats.dir);
@@ -61,6 +62,21 @@ describe('NATS server restart under load: services reconnect and resume, nothing
       const m = await conn.request(`${svc.prefix}.v1.audit.head`, new TextEncoder().encode('{}'), { timeout: 5_000 });
       return (JSON.parse(decoder.decode(m.data)) as { head: { seq: number } }).head.seq;
     };
+
+    // A downstream reader, durable, following the decision stream through the outage: a server
+    // that stops and comes back is no deleted stream, and must not end its loop.
+    const reader = await ConclaveClient.connect({ nc: conn, prefix: svc.prefix, streamSuffix: runNamesOf(svc.env).streamSuffix });
+    const stopReading = new AbortController();
+    const readEvents = new Set<string>();
+    const reading = (async () => {
+      try {
+        for await (const d of reader.decisions({ durable: 'restart-reader', from: 'all', signal: stopReading.signal }))
+          readEvents.add(d.event_id);
+        return stopReading.signal.aborted ? 'stopped' : 'ended by itself';
+      } catch (err) {
+        return `ended: ${(err as Error).message}`;
+      }
+    })();
 
     // When the server stops a third of the way into the load, for the outage, and restarts
     let finished = 0;
@@ -133,5 +149,15 @@ describe('NATS server restart under load: services reconnect and resume, nothing
     expect(head).toBe(expectedChain);
     expect(violationCounts(report)).toEqual(noViolations());
     expect(alive.filter((a) => a.endsWith(':down'))).toEqual([]);
+
+    // And the reader, still following, has read every decision event on the stream, each once.
+    const published = new Set(run.decisions.map((m) => String(m.body['event_id'])));
+    await eventually(async () => (readEvents.size >= published.size ? true : undefined), 30_000, 'the reader caught up').catch(
+      () => undefined,
+    );
+    stopReading.abort();
+    expect(await reading).toBe('stopped');
+    expect([...published].filter((id) => !readEvents.has(id))).toEqual([]);
+    expect(readEvents.size).toBe(published.size);
   }, 240_000);
 });

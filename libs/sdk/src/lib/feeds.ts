@@ -4,7 +4,9 @@ import {
   AckPolicy,
   Consumer,
   ConsumerConfig,
+  ConsumerEvents,
   ConsumerInfo,
+  ConsumerMessages,
   DeliverPolicy,
   JetStreamManager,
   JetStreamManagerOptions,
@@ -45,9 +47,9 @@ export function withJetStreamApiPrefix(nc: NatsConnection, apiPrefix: string): N
   });
 }
 
-export type FeedErrorCode = 'FEED_NOT_PROVISIONED' | 'FEED_CONFLICT';
+export type FeedErrorCode = 'FEED_NOT_PROVISIONED' | 'FEED_CONFLICT' | 'FEED_DELETED';
 
-/** A feed that is missing, or is not what the caller asked for; `code` is stable. */
+/** A feed that is missing, is not what the caller asked for, or went away while read; `code` is stable. */
 export class FeedError extends Error {
   override readonly name = 'FeedError';
   constructor(
@@ -149,7 +151,12 @@ export async function bindFeed(nc: NatsConnection, stream: string, durable: stri
 
 /**
  * Messages of a consumer, in order, parsed and acknowledged after the loop body returns; a
- * redelivery of a message already read (a body slower than the ack wait) is dropped.
+ * redelivery of a message already read (a body slower than the ack wait) is dropped. When the
+ * stream or the consumer is deleted under it, the iteration ends with FEED_DELETED: nats.js
+ * would wait for them to come back, and a feed's consumer never comes back by itself (a deleted
+ * stream takes its consumers with it), so the reader would wait for ever, told nothing. The
+ * status events say so only once the server answers that they are missing: a server restarting
+ * or unreachable ends nothing.
  */
 export async function* readConsumer<T>(
   consumer: Consumer,
@@ -162,6 +169,11 @@ export async function* readConsumer<T>(
   const stop = () => messages.stop();
   if (signal?.aborted) stop();
   signal?.addEventListener('abort', stop, { once: true });
+  let deleted: FeedError | undefined;
+  void watchMissing(messages, (what) => {
+    deleted ??= new FeedError('FEED_DELETED', `${what}: the feed ended`);
+    stop();
+  });
   let lastSeq = 0;
   try {
     for await (const m of messages) {
@@ -178,9 +190,24 @@ export async function* readConsumer<T>(
       }
       m.ack();
     }
+    if (deleted) throw deleted;
   } finally {
     signal?.removeEventListener('abort', stop);
     stop();
+  }
+}
+
+const MISSING: Partial<Record<string, string>> = {
+  [ConsumerEvents.StreamNotFound]: 'the stream was deleted',
+  [ConsumerEvents.ConsumerNotFound]: 'the consumer was deleted',
+  [ConsumerEvents.ConsumerDeleted]: 'the consumer was deleted',
+};
+
+/** Calls `gone` at the first status event of `messages` that says its stream or consumer is missing. */
+async function watchMissing(messages: ConsumerMessages, gone: (what: string) => void): Promise<void> {
+  for await (const s of await messages.status()) {
+    const what = MISSING[s.type];
+    if (what) return gone(what);
   }
 }
 
