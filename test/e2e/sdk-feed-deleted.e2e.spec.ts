@@ -2,7 +2,7 @@ import { acpStreamNames, acpSubjects } from '@conclave/messaging';
 import { ConclaveClient, FeedError } from '@conclave/sdk';
 import { connect, type JetStreamManager, type NatsConnection } from 'nats';
 import { ulid } from 'ulid';
-import { NATS_URL } from '../support/conclave-harness';
+import { eventually, NATS_URL } from '../support/conclave-harness';
 
 /** How a reader's loop ended: its error's name and code, or `ended`. */
 async function ending(iterator: AsyncGenerator<unknown>): Promise<string> {
@@ -42,7 +42,7 @@ describe('SDK: a decisions() reader whose stream or consumer is deleted', () => 
   /** Starts reading; resolves once the reader's consumer exists, with how its loop ends (an object: a promise would be awaited). */
   const following = async (iterator: AsyncGenerator<unknown>): Promise<{ ended: Promise<string> }> => {
     const ended = ending(iterator);
-    for (let i = 0; i < 100 && (await jsm.consumers.list(stream).next()).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await eventually(async () => ((await jsm.consumers.list(stream).next()).length > 0 ? true : undefined), 5_000, "the reader's consumer");
     return { ended };
   };
 

@@ -134,10 +134,10 @@ export const METRICS = {
   auditChainEntries: gauge('conclave_audit_chain_entries', 'Entries in the audit hash chain (its head sequence)'),
 } as const;
 
-/** Adds to one series of a counter (default 1). */
 /** Observations a hot-path histogram series holds before handing them to prom-client. */
 const OBSERVATIONS_BUFFERED = 256;
 
+/** Adds to one series of a counter (default 1). */
 export type Increment = (by?: number) => void;
 /** Records one observation in one series of a histogram. */
 export type Observe = (value: number) => void;
