@@ -6,7 +6,10 @@ interface Followed {
   readonly checkpoint: StartFrom;
   readonly isFollowing: boolean;
   readonly handled: number;
-  /** A standby replica (another holds the lease): its lag is not reported. */
+  /**
+   * A standby replica (another holds the lease): neither its lag nor whether it follows is
+   * reported, since it does not follow by design and a 0 would page as a reactor that stopped.
+   */
   readonly isStandby?: boolean;
 }
 
@@ -24,7 +27,7 @@ export function trackReactor(
 ): void {
   const labels = { reactor: name };
   metrics.observe(METRICS.reactorPosition, labels, () => positionNumber(reactor.checkpoint));
-  metrics.observe(METRICS.reactorFollowing, labels, () => (reactor.isFollowing ? 1 : 0));
+  metrics.observe(METRICS.reactorFollowing, labels, () => (reactor.isStandby ? undefined : reactor.isFollowing ? 1 : 0));
   metrics.observeTotal(METRICS.reactorHandled, labels, () => reactor.handled);
   if (headOf) {
     metrics.observe(METRICS.reactorLag, labels, async () => {

@@ -1,7 +1,9 @@
 import { Logger } from '@nestjs/common';
 import { headers as natsHeaders } from 'nats';
 import { logFields, logsDebug } from './logging';
-import { logContextObserver } from './metrics-requests';
+import { ConclaveMetrics } from './metrics';
+import { logContextObserver, metricsObserver } from './metrics-requests';
+import type { ServiceConfig } from './service-config';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 
@@ -62,5 +64,28 @@ describe('logContextObserver: the command log', () => {
 
   it('LOG_LEVEL debug and verbose let debug lines through; the others do not', () => {
     expect(['error', 'warn', 'log', 'info', 'debug', 'verbose', 'unknown'].filter(logsDebug)).toEqual(['debug', 'verbose']);
+  });
+});
+
+describe('metricsObserver: refusals by the field refused', () => {
+  const refusal = (field: unknown) => ({ ok: false, error: { code: 'FORBIDDEN', message: 'no', field } });
+  const reasonsOf = async (fields: unknown[]) => {
+    const metrics = new ConclaveMetrics('svc', { instrumentation: 'on' } as ServiceConfig);
+    const observer = metricsObserver(metrics);
+    for (const field of fields) observer.replied!(request(), refusal(field), 0.001);
+    const text = await metrics.exposition();
+    return text
+      .split('\n')
+      .filter((l) => l.startsWith('conclave_auth_refusals_total{'))
+      .map((l) => /reason="([^"]*)"/.exec(l)?.[1])
+      .sort();
+  };
+
+  it("given refusals naming a field path of the council's GoalContract, when counted, then the path is the reason", async () => {
+    expect(await reasonsOf(['goal_contract.domain', 'domain'])).toEqual(['domain', 'goal_contract.domain']);
+  });
+
+  it('given refusals naming no field, an id-like value or free text, when counted, then each is counted as `none`: no label value outside the fixed field names', async () => {
+    expect(await reasonsOf([undefined, 'P01JABCDEF', 'items.0.domain', 'a field with spaces', 'x'.repeat(41)])).toEqual(['none']);
   });
 });

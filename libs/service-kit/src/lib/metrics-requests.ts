@@ -9,7 +9,7 @@ export type RequestObserver = NonNullable<PlainJsonNatsServerOptions['observer']
 type ObservedRequest = Parameters<NonNullable<RequestObserver['replied']>>[0];
 
 const REFUSALS = new Set(['UNAUTHENTICATED', 'FORBIDDEN']);
-const REASON = /^[a-z_]{1,40}$/;
+const REASON = /^[a-z_.]{1,40}$/;
 
 /**
  * Counts and times every NATS API request by subject (the pattern, without the deployment's

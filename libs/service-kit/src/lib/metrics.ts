@@ -86,7 +86,11 @@ export const METRICS = {
     ['reactor'],
   ),
   reactorHandled: counter('conclave_reactor_events_handled_total', 'Events the reactor handled since the process started', ['reactor']),
-  reactorFollowing: gauge('conclave_reactor_following', '1 while the reactor follows the log and has caught up, else 0', ['reactor']),
+  reactorFollowing: gauge(
+    'conclave_reactor_following',
+    '1 while the reactor follows the log and has caught up, else 0 (a standby replica reports none)',
+    ['reactor'],
+  ),
   timerItems: gauge('conclave_timer_queue_items', 'Items in a timer queue (waiting or being retried)', ['queue']),
   timerDue: gauge('conclave_timer_queue_due_items', 'Timer-queue items whose time has come (due now or retrying)', ['queue']),
   outboxPublishDuration: histogram(
@@ -245,6 +249,7 @@ export class ConclaveMetrics {
   /** A counter read at scrape time from a running total the service keeps (events handled). */
   observeTotal(def: Def<'counter'>, labels: Record<string, string>, read: () => number): void {
     const c = this.counter(def);
+    c.inc(labels, 0);
     let last = 0;
     this.totals.push(() => {
       const now = read();
@@ -260,6 +265,9 @@ export class ConclaveMetrics {
    */
   increment(def: Def<'counter'>, labels: Record<string, string>): Increment {
     const c = this.counter(def);
+    // The series exists at 0 from the start: a rate over a series that is absent is no rate, and
+    // an alert on "nothing acknowledged" would never fire for an outbox stuck since its start.
+    c.inc(labels, 0);
     let pending = 0;
     this.totals.push(() => {
       if (pending === 0) return;
