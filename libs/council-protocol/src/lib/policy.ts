@@ -119,11 +119,14 @@ function parseEvaluationPolicy(o: Record<string, unknown>, path: string, p: Coun
   if (o['confidence_probabilities'] !== undefined) {
     const c = record(o['confidence_probabilities'], join(path, 'confidence_probabilities'));
     const at = join(path, 'confidence_probabilities');
-    p.confidence_probabilities = checkConfidenceProbabilities({
-      low: num(c, 'low', at, { min: 0, max: 1 }),
-      medium: num(c, 'medium', at, { min: 0, max: 1 }),
-      high: num(c, 'high', at, { min: 0, max: 1 }),
-    });
+    p.confidence_probabilities = checkConfidenceProbabilities(
+      {
+        low: num(c, 'low', at, { min: 0, max: 1 }),
+        medium: num(c, 'medium', at, { min: 0, max: 1 }),
+        high: num(c, 'high', at, { min: 0, max: 1 }),
+      },
+      at,
+    );
   }
 }
 

@@ -16,9 +16,10 @@ export type ConfidenceProbabilities = Record<Confidence, number>;
 /** Evenly spaced around even odds: a stated binding choice, not a measured one. */
 export const DEFAULT_CONFIDENCE_PROBABILITIES: ConfidenceProbabilities = { low: 0.25, medium: 0.5, high: 0.75 };
 
-export function checkConfidenceProbabilities(m: ConfidenceProbabilities): ConfidenceProbabilities {
-  for (const level of LEVELS_OF_THREE) if (!(m[level] > 0 && m[level] < 1)) fail(`confidence_probabilities.${level}`, 'must be in (0, 1)');
-  if (!(m.low < m.medium && m.medium < m.high)) fail('confidence_probabilities', 'must increase from low to high');
+/** `path`: where the mapping sits in the input (`policy.confidence_probabilities` in a policy), for the error's field. */
+export function checkConfidenceProbabilities(m: ConfidenceProbabilities, path = 'confidence_probabilities'): ConfidenceProbabilities {
+  for (const level of LEVELS_OF_THREE) if (!(m[level] > 0 && m[level] < 1)) fail(`${path}.${level}`, 'must be in (0, 1)');
+  if (!(m.low < m.medium && m.medium < m.high)) fail(path, 'must increase from low to high');
   return m;
 }
 

@@ -74,15 +74,16 @@ export const DEFAULT_CAPABILITY_OPTIONS: CapabilityOptions = {
   on_version_change: 'reset',
 };
 
-export function checkCapabilityOptions(options: CapabilityOptions): CapabilityOptions {
-  if (!(options.prior_alpha > 0 && options.prior_beta > 0)) fail('capability.prior', 'prior_alpha and prior_beta must be > 0');
-  if (!(options.outcome_weight > 0)) fail('capability.outcome_weight', 'must be > 0');
+/** `path`: where the options sit in the input (`policy.capability` in a policy), for the error's field. */
+export function checkCapabilityOptions(options: CapabilityOptions, path = 'capability'): CapabilityOptions {
+  if (!(options.prior_alpha > 0 && options.prior_beta > 0)) fail(`${path}.prior`, 'prior_alpha and prior_beta must be > 0');
+  if (!(options.outcome_weight > 0)) fail(`${path}.outcome_weight`, 'must be > 0');
   if (!(options.peer_weight >= 0 && options.peer_weight < options.outcome_weight)) {
-    fail('capability.peer_weight', 'must be >= 0 and below outcome_weight: outcome evidence outweighs peer preference (16.3)');
+    fail(`${path}.peer_weight`, 'must be >= 0 and below outcome_weight: outcome evidence outweighs peer preference (16.3)');
   }
   const v = options.on_version_change;
   if (v !== 'reset' && !(typeof v === 'number' && v > 0 && v < 1))
-    fail('capability.on_version_change', "must be 'reset' or a factor in (0, 1)");
+    fail(`${path}.on_version_change`, "must be 'reset' or a factor in (0, 1)");
   return options;
 }
 
@@ -91,14 +92,17 @@ export function parseCapabilityOptions(input: unknown, path = 'capability'): Cap
   const o = input === undefined || input === null ? {} : record(input, path);
   const d = DEFAULT_CAPABILITY_OPTIONS;
   const change = o['on_version_change'];
-  return checkCapabilityOptions({
-    prior_alpha: optNum(o, 'prior_alpha', path) ?? d.prior_alpha,
-    prior_beta: optNum(o, 'prior_beta', path) ?? d.prior_beta,
-    outcome_weight: optNum(o, 'outcome_weight', path) ?? d.outcome_weight,
-    peer_weight: optNum(o, 'peer_weight', path) ?? d.peer_weight,
-    on_version_change:
-      change === undefined ? d.on_version_change : change === 'reset' ? 'reset' : (optNum(o, 'on_version_change', path) as number),
-  });
+  return checkCapabilityOptions(
+    {
+      prior_alpha: optNum(o, 'prior_alpha', path) ?? d.prior_alpha,
+      prior_beta: optNum(o, 'prior_beta', path) ?? d.prior_beta,
+      outcome_weight: optNum(o, 'outcome_weight', path) ?? d.outcome_weight,
+      peer_weight: optNum(o, 'peer_weight', path) ?? d.peer_weight,
+      on_version_change:
+        change === undefined ? d.on_version_change : change === 'reset' ? 'reset' : (optNum(o, 'on_version_change', path) as number),
+    },
+    path,
+  );
 }
 
 export function scopeKey(s: CapabilityScope): string {

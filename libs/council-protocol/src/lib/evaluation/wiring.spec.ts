@@ -55,9 +55,10 @@ describe('council:L4 and L5 policy keys (15.2, 15.3, 15.4, 14)', () => {
     [L4({ aggregation: { method: 'weighted-rubric', weights: { evidence: -1 } } }), 'policy.aggregation.weights.evidence'],
     [L4({ chair_selection: 'seniority' }), 'policy.chair_selection.policy'],
     [L4({ chair_selection: { policy: 'exploration', rate: 2, min_observations: 1 } }), 'policy.chair_selection.rate'],
-    [L4({ capability: { peer_weight: 1, outcome_weight: 1 } }), 'capability.peer_weight'],
+    [L4({ capability: { peer_weight: 1, outcome_weight: 1 } }), 'policy.capability.peer_weight'],
     [L4({ evaluators: 'qa-bot' }), 'policy.evaluators'],
-    [L4({ confidence_probabilities: { low: 0.6, medium: 0.5, high: 0.8 } }), 'confidence_probabilities'],
+    [L4({ confidence_probabilities: { low: 0.6, medium: 0.5, high: 0.8 } }), 'policy.confidence_probabilities'],
+    [L4({ confidence_probabilities: { low: 0, medium: 0.5, high: 0.8 } }), 'policy.confidence_probabilities.low'],
   ])('given %j, when parsed, then SCHEMA_VIOLATION names %s', (input, field) => {
     const e = refusal(() => parseCouncilPolicy(input));
     expect(e.code).toBe('SCHEMA_VIOLATION');
