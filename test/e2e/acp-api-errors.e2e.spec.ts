@@ -1,4 +1,8 @@
+import { PROPOSAL_EVENT_TYPES, proposalStream } from '@conclave/acp-protocol';
+import type { EventLog } from '@conclave/event-log';
 import { requestJson } from '@conclave/messaging';
+import { EVENT_LOG } from '@conclave/service-kit';
+import { ulid } from 'ulid';
 import { ConclaveHarness, eventually } from '../support/conclave-harness';
 
 type Reply = {
@@ -11,12 +15,12 @@ type Reply = {
  * DESIGN section 5: every failure replies `{ok: false, error: {code, message, field?}}` and
  * appends nothing. Each case below checks its code, then that the event log did not move.
  */
-describe('NATS API error replies change nothing (DESIGN section 5, RFC 5.3, 14.4, 18.4)', () => {
+describe('NATS API error replies change nothing (DESIGN section 5, RFC 5.3, 10.2, 14.4, 18.4)', () => {
   const h = new ConclaveHarness({ CONCLAVE_MAX_PAYLOAD_BYTES: '4096' });
   let proposalId: string;
 
   beforeAll(async () => {
-    await h.start('intake', 'resolver');
+    await h.start('intake', 'resolver', 'escalation');
     const p = await h.client.propose({
       domain: 'risk.credit',
       author: 'alice',
@@ -123,6 +127,41 @@ describe('NATS API error replies change nothing (DESIGN section 5, RFC 5.3, 14.4
   it('PROPOSAL_NOT_PENDING: escalate a proposal that is no longer pending', async () => {
     const p = { proposal_id: await resolvedProposal() };
     await expectRejected('escalate', { proposal_id: p.proposal_id, reason: 'too late', requested_by: 'gina' }, 'PROPOSAL_NOT_PENDING');
+  });
+  it('NOT_ESCALATED: resolve a proposal that is not escalated (RFC 10.2)', async () => {
+    const p = await pendingProposal(5);
+    await expectRejected('resolve', { proposal_id: p.proposal_id, outcome: 'approved', resolved_by: 'kim', note: 'n' }, 'NOT_ESCALATED');
+    expect((await h.client.get(p.proposal_id)).status).toBe('pending');
+  });
+  it('CONFLICT: resolve an escalation naming another payload hash', async () => {
+    const p = await pendingProposal(5);
+    await h.client.escalate(p.proposal_id, { reason: 'a human decides', requested_by: 'hank' });
+    // The desk's routing appends an event: wait for it before taking the log head.
+    await eventually(
+      async () => (await h.client.escalations({ status: 'all' })).find((e) => e.proposal_id === p.proposal_id && e.routed),
+      10_000,
+      'the escalation routed',
+    );
+    const { binding } = await h.client.escalation(p.proposal_id);
+    await expectRejected(
+      'resolve',
+      { proposal_id: p.proposal_id, outcome: 'approved', resolved_by: 'kim', note: 'n', ...binding, payload_hash: '0'.repeat(64) },
+      'CONFLICT',
+      'payload_hash',
+    );
+    expect((await h.client.get(p.proposal_id)).status).toBe('escalated');
+  });
+  it('given two different proposals under one new id, when both are sent at the same time, then exactly one is ok, the other DUPLICATE_PROPOSAL_ID, and one proposal is recorded (RFC 14.4)', async () => {
+    const id = ulid();
+    const replies = await Promise.all(
+      [1, 2].map((x) => requestJson<Reply>(h.nc, subject('propose'), proposal({ proposal_id: id, payload: { x } }))),
+    );
+    expect(replies.filter((r) => r.ok)).toHaveLength(1);
+    expect(replies.filter((r) => !r.ok).map((r) => r.error?.code)).toEqual(['DUPLICATE_PROPOSAL_ID']);
+    const winner = replies.findIndex((r) => r.ok) + 1;
+    const { events } = await h.instances[0].app.get<EventLog>(EVENT_LOG).read(proposalStream(id));
+    expect(events.map((e) => e.event.type)).toEqual([PROPOSAL_EVENT_TYPES.ProposalSubmitted]);
+    expect((await h.client.get(id)).payload).toEqual({ x: winner });
   });
   it('a client-sent weight is never trusted (RFC 6.1, DESIGN section 2)', async () => {
     const p = await pendingProposal(5);

@@ -304,9 +304,12 @@ describe('12.2 / 12.5 / 12.6 full wire objects', () => {
     expectFailure(() => parseProposal({ ...proposal, proposal_id: undefined }), 'SCHEMA_VIOLATION', 'proposal_id');
   });
 
-  it('18.4 / 12.1 given a Resolution, a Decision Event or a respond request, when schema_version is missing, then SCHEMA_VIOLATION; when it is not "1.0", then UNSUPPORTED_SCHEMA_VERSION (checked first)', () => {
+  it('18.4 / 12.1 given a Proposal, a Response, a Resolution, a Decision Event or a respond request, when schema_version is missing, then SCHEMA_VIOLATION; when it is not "1.0", then UNSUPPORTED_SCHEMA_VERSION (checked first)', () => {
     const event = { event_id: P2, event_type: 'decision', proposal_id: P1, domain: 'risk.credit', ...resolution };
+    const { proposal_id: _, ...response } = respond;
     const objects: [string, (input: unknown) => unknown, Record<string, unknown>][] = [
+      ['proposal', parseProposal, proposal],
+      ['response', parseResponse, response],
       ['resolution', parseResolution, resolution],
       ['decision event', parseDecisionEvent, event],
       ['respond request', parseRespondRequest, respond],
@@ -318,7 +321,7 @@ describe('12.2 / 12.5 / 12.6 full wire objects', () => {
       expect([what, missing.code, missing.field]).toEqual([what, 'SCHEMA_VIOLATION', 'schema_version']);
       for (const v of ['2.0', '1', 1, null, '1.0 ']) {
         // another field is broken too: the version is reported, so it is checked first
-        const wrong = failure(() => parse({ ...valid, schema_version: v, decided_at: 'x', confidence: 'x' }));
+        const wrong = failure(() => parse({ ...valid, schema_version: v, decided_at: 'x', confidence: 'x', quorum: 'x' }));
         expect([what, v, wrong.code, wrong.field]).toEqual([what, v, 'UNSUPPORTED_SCHEMA_VERSION', 'schema_version']);
       }
     }
