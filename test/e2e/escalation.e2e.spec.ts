@@ -114,7 +114,22 @@ describe('escalation service over NATS (acp.v1.resolve, inbox queries, notificat
     ).rejects.toMatchObject({ code: 'NOT_ESCALATED' });
     expect(await events(id)).toBe(before);
     expect((await h.client.get(id)).resolution).toMatchObject({ outcome: 'rejected' });
+
+    // A decision appended after the refusal: the outbox publishes in log order, so a second
+    // decision of `id` would reach the stream before this one does.
+    const marker = await h.client.propose({
+      type: 'observation',
+      domain: 'strategy.pricing',
+      author: 'agent-pricing',
+      payload: { marker: id },
+      quorum: 1,
+      created_at: now(),
+    });
+    await decisions.waitFor(marker.proposal_id);
     expect(decisions.for(id)).toHaveLength(2);
+    expect(decisions.received.map((d) => d.proposal_id).lastIndexOf(id)).toBeLessThan(
+      decisions.received.findIndex((d) => d.proposal_id === marker.proposal_id),
+    );
   });
 
   it('given a pending proposal, when someone resolves it, then NOT_ESCALATED and nothing changes', async () => {

@@ -174,6 +174,18 @@ describe('security: authentication, authorization, factors and clearance over NA
     expect(reply.proposal.responses.find((r) => r.participant_id === 'bob')).toMatchObject({ domain_authority: 0.7, trust_score: 0.6 });
   });
 
+  it("given bob with a grant on risk.credit, when he escalates alice's risk.credit proposal in his own name (10.1 item 2), then it is escalated with reason manual and requested_by bob", async () => {
+    const alice = await h.clientFor('alice');
+    const bob = await h.clientFor('bob');
+    const p = await alice.propose({ domain: 'risk.credit', author: 'alice', payload: { loan: 2 }, quorum: 3, created_at: now() });
+
+    const escalated = await bob.escalate(p.proposal_id, { reason: 'above my limit', requested_by: 'bob' });
+
+    const why = { reason: 'manual', requested_by: 'bob', note: 'above my limit', escalated_at: expect.any(String) };
+    expect(escalated).toMatchObject({ status: 'escalated', resolution: { outcome: 'escalated', trigger: 'manual', escalation: why } });
+    expect(await alice.get(p.proposal_id)).toMatchObject({ status: 'escalated', resolution: { escalation: why } });
+  });
+
   it('escalating a proposal of a domain without a grant (10.1 item 2, 14.2): FORBIDDEN, audited; the proposal stays pending', async () => {
     const outsider = await h.clientFor('ops-only');
     await refused(outsider.escalate(proposalId, { reason: 'let a human decide', requested_by: 'ops-only' }), 'FORBIDDEN', 'domain');

@@ -38,9 +38,11 @@ async function sweeperWith(replies: (AcpError | Error | 'record')[], sweeperCloc
   const writer = new ProposalStore(log, DEFAULT_DECIDER_CONFIG);
   await writer.onApplicationBootstrap();
   const attempts: string[] = [];
+  const attemptsAt: number[] = [];
   const store = {
     execute: async (command: ProposalCommand) => {
       attempts.push(command.type);
+      attemptsAt.push(Date.now());
       const reply = replies.shift() ?? 'record';
       if (reply !== 'record') throw reply;
       return writer.execute(command);
@@ -54,7 +56,7 @@ async function sweeperWith(replies: (AcpError | Error | 'record')[], sweeperCloc
     await sweeper.onApplicationShutdown();
     await writer.onApplicationShutdown();
   };
-  return { writer, sweeper, attempts, types, stop };
+  return { writer, sweeper, attempts, attemptsAt, types, stop };
 }
 
 describe('ExpirySweeper: a deadline stays in the queue until its ExpireProposal is recorded or refused as moot', () => {
@@ -73,7 +75,7 @@ describe('ExpirySweeper: a deadline stays in the queue until its ExpireProposal 
     await s.stop();
   });
 
-  it('given a deadline, when its ExpireProposal fails with CONFLICT and then a log error, then it stays and is retried with backoff until the expiry is recorded', async () => {
+  it("given a deadline, when its ExpireProposal fails with CONFLICT and then a log error, then it stays and is retried, no sooner than the queue's backoff (100 ms, then 200 ms), until the expiry is recorded", async () => {
     const s = await sweeperWith([new AcpError('CONFLICT', 'not yet due'), new Error('log unavailable'), 'record']);
     const id = ulid();
     await s.writer.execute(submit(id, 50));
@@ -83,6 +85,11 @@ describe('ExpirySweeper: a deadline stays in the queue until its ExpireProposal 
       PROPOSAL_COMMAND_TYPES.ExpireProposal,
       PROPOSAL_COMMAND_TYPES.ExpireProposal,
     ]);
+    // Lower bounds only (real timers on a shared machine run late, never early); a 2 ms margin
+    // for rounding between Date.now and Node's timer clock. The exact schedule is the queue's test.
+    const [first, second, third] = s.attemptsAt;
+    expect(second - first).toBeGreaterThanOrEqual(98);
+    expect(third - second).toBeGreaterThanOrEqual(198);
     expect(await s.types(id)).toEqual(['ProposalSubmitted', 'ProposalExpired']);
     expect(s.sweeper.pending).toBe(0);
     await s.stop();

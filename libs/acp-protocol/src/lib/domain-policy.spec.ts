@@ -176,6 +176,24 @@ describe('18.2 weight functions', () => {
     );
   });
 
+  it('given exponents 1, 1, 1, then the product is exactly the 6.1 formula: clamp(da) x clamp(c) x clamp(t)', () => {
+    const ones = { domain_authority: 1, confidence: 1, trust_score: 1 };
+    const spec = doc({ weight_function: { kind: 'product', exponents: ones } }).weight_function;
+    expect(spec).toEqual({ kind: 'product', exponents: ones });
+    expect(policyWeight(spec, { domain_authority: 0.95, confidence: 0.9, trust_score: 0.95 }).weight).toBe(0.81225);
+    // Each factor is clamped to [0, 1] before the product (6.1).
+    expect(policyWeight(spec, { domain_authority: 1.5, confidence: 0.5, trust_score: 0.5 }).weight).toBe(0.25);
+    expect(policyWeight(spec, { domain_authority: -0.5, confidence: 0.5, trust_score: 0.5 }).weight).toBe(0);
+    fc.assert(
+      fc.property(factor, factor, factor, (a, c, t) => {
+        const f = { domain_authority: a, confidence: c, trust_score: t };
+        const w = policyWeight(spec, f);
+        expect(compare(w.exact, computeWeight(f).exact)).toBe(0);
+        expect(w.weight).toBe(computeWeight(f).weight);
+      }),
+    );
+  });
+
   it('a linear function weighs 0.5 da + 0.3 c + 0.2 t exactly', () => {
     const spec = doc({
       weight_function: { kind: 'linear', coefficients: { domain_authority: 0.5, confidence: 0.3, trust_score: 0.2 } },

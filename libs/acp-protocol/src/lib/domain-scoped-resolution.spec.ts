@@ -1,7 +1,8 @@
 /** Spec section 9: domains (9.1) and cross-domain parent/child proposals (9.3). */
-import { P1, P2, P3, endorse, escalate, expire, min, recordChild, resolveByQuorum, submit } from '../testing/fixtures';
+import { P1, P2, P3, endorse, escalate, expire, min, recordChild, resolveByQuorum, resolveEscalation, submit } from '../testing/fixtures';
 import { given, stateAfter } from '../testing/given-when-then';
-import { childOutcomeOf, isDomain, isWithinDomain, parentOutcome } from './domain-scoped-resolution';
+import { childOutcomeOf, isDomain, isWithinDomain } from './domain-scoped-resolution';
+import { resolverReactions } from './proposal.workflows';
 import { pendingResolution, projectProposal } from './proposal.projection';
 
 describe('9.1 domain namespaces', () => {
@@ -56,9 +57,37 @@ describe('9.3 cross-domain parent/child proposals', () => {
   });
 
   it('9.3 an escalated child has no outcome yet (wait); after the human resolves it, it counts with that outcome', () => {
+    // Given: P3 approved, and P2 escalated on its own stream.
+    const child = [submit({ proposal_id: P2, domain: 'risk.credit' }), escalate('needs a human', { proposal_id: P2 })];
+    const escalated = stateAfter(child);
+    expect(escalated.status).toBe('escalated');
+    const waiting = [parent, recordChild(P3, 'approved')];
+
+    // Then: the escalated child tells its parent nothing, and the parent waits for it.
     expect(childOutcomeOf({ outcome: 'escalated' })).toBeUndefined();
-    expect(childOutcomeOf({ outcome: 'approved' })).toBe('approved');
-    expect(parentOutcome([P2, P3], { [P2]: 'approved' })).toEqual({ kind: 'wait', missing: [P3] });
+    expect(resolverReactions(escalated, [P1])).toEqual([]);
+    expect(pendingResolution(stateAfter(waiting))).toBeUndefined();
+    given(waiting).when(resolveByQuorum()).thenThrows('CONFLICT', 'proposal_id', /child/);
+
+    for (const [human, parentResult] of [
+      ['approved', 'approved'],
+      ['rejected', 'rejected'],
+    ] as const) {
+      // When: a human resolves the child's escalation.
+      const resolved = stateAfter([...child, resolveEscalation(human, { proposal_id: P2 })]);
+
+      // Then: the child counts with the human's outcome, and with it the parent resolves.
+      const reactions = resolverReactions(resolved, [P1]);
+      expect(reactions).toEqual([{ kind: 'record-child-outcome', proposal_id: P1, child_proposal_id: P2, outcome: human }]);
+      given([...waiting, recordChild(P2, human)])
+        .when(resolveByQuorum())
+        .then([
+          {
+            type: 'ProposalResolved',
+            data: { resolution: { outcome: parentResult, trigger: 'quorum', child_outcomes: { [P2]: human, [P3]: 'approved' } } },
+          },
+        ]);
+    }
   });
 
   it('9.3 recording the same child outcome twice is a no-op; a contradicting one is a CONFLICT', () => {

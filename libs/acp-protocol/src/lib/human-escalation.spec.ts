@@ -138,6 +138,10 @@ describe('10.1 item 3 escalation policy rules (pure configuration)', () => {
       },
     ]);
     expect(matchEscalationPolicy(rules, details({ domain: 'risk.credit', payload: { amount_usd: 1000000 } }))?.id).toBe('big');
+    expect(matchEscalationPolicy(rules, details({ domain: 'risk', payload: { amount_usd: 1000000 } }))?.id).toBe('big');
+    // Segment-wise, not a string prefix: riskx is another domain than risk.
+    for (const domain of ['riskx', 'riskx.credit'])
+      expect(matchEscalationPolicy(rules, details({ domain, payload: { amount_usd: 1000000 } }))).toBeUndefined();
     expect(
       matchEscalationPolicy(rules, details({ domain: 'risk.credit', payload: { amount_usd: 1000000, waiver: true } })),
     ).toBeUndefined();

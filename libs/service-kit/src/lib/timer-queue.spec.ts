@@ -22,24 +22,35 @@ describe('TimerQueue', () => {
     await q.stop();
   });
 
-  it('given an action that fails, then the item stays and is retried with backoff until it succeeds', async () => {
-    let attempts = 0;
-    const retries: number[] = [];
-    const q = new TimerQueue({
-      clock,
-      backoffMs: 5,
-      run: async () => {
-        if (++attempts < 4) throw new Error('log unavailable');
-        return 'done';
-      },
-      onRetry: (_k, n) => retries.push(n),
-    });
-    q.schedule('p', Date.now());
-    q.start();
-    await until(() => q.size === 0);
-    expect(attempts).toBe(4);
-    expect(retries).toEqual([1, 2, 3]);
-    await q.stop();
+  it('given an action that fails, then the item stays and is retried with a backoff that doubles from backoffMs up to maxBackoffMs until it succeeds', async () => {
+    jest.useFakeTimers();
+    try {
+      // Jest's fake timers move Date too, so each attempt's time is exact.
+      const attemptsAt: number[] = [];
+      const retries: number[] = [];
+      const q = new TimerQueue({
+        clock,
+        backoffMs: 100,
+        maxBackoffMs: 400,
+        run: async () => {
+          attemptsAt.push(Date.now());
+          if (attemptsAt.length < 6) throw new Error('log unavailable');
+          return 'done';
+        },
+        onRetry: (_k, n) => retries.push(n),
+      });
+      q.schedule('p', Date.now());
+      q.start();
+      await jest.advanceTimersByTimeAsync(2_000);
+
+      expect(q.size).toBe(0);
+      expect(retries).toEqual([1, 2, 3, 4, 5]);
+      const gaps = attemptsAt.slice(1).map((t, i) => t - attemptsAt[i]);
+      expect(gaps).toEqual([100, 200, 400, 400, 400]);
+      await q.stop();
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('given an item cancelled before its time, then its action never runs; given one moved, only the latest time counts', async () => {
