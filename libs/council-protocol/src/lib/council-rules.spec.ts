@@ -43,7 +43,7 @@ describe('spec 10 independent proposal (checklist 2)', () => {
     for (const p of proposals) expect(Object.keys(p.inputs)).toEqual(['goal_contract']);
     expect(proposalsWereIndependent(run(d))).toBe(true);
   });
-  it('given the proposal stage is open, when one candidate arrived, then no other task is issued until it closes (no early cross-copying)', () => {
+  it('given the proposal stage is open, when two of its three candidates arrived, then no other task is issued until it closes (no early cross-copying)', () => {
     const d = drive(
       startCommand(),
       (req, id, st) => (id === 'member-operator-01' && req.stage === 'proposal' ? { kind: 'silent' } : defaultBehaviour()(req, id, st)),
@@ -139,15 +139,17 @@ describe('spec 12 targeted revision (checklist 6)', () => {
     expect(ofType(d, E.RevisionRequested)).toHaveLength(0);
     expect(rounds(d)[0].stop_reason).toBe('all-material-issues-resolved-or-retained');
   });
-  it('given a material issue, when revision is requested, then only its author is asked, with the issue, and the revision points to its parent', () => {
+  it('given two reviewers each raising a material issue and a style issue on one candidate, when revision is requested, then only its author is asked, with the two material issues and no style issue, and the revision points to its parent', () => {
     const d = drive(
       startCommand(),
       defaultBehaviour({ issues: (ref, round) => (round === 1 && ref === 'anon-A-v1' ? [highIssue(), styleIssue()] : []) }),
     );
     const req = ofType(d, E.RevisionRequested)[0].data.requests;
     const lineageA = Object.values(run(d).lineages).find((l) => l.letter === 'A');
-    expect(req.map((r) => r.author_member_id)).toEqual([lineageA?.author_member_id, lineageA?.author_member_id].slice(0, 1));
-    expect(req[0].issues.every((i) => i.severity === 'high')).toBe(true);
+    expect(req.map((r) => r.author_member_id)).toEqual([lineageA?.author_member_id]);
+    expect(req[0].issues).toHaveLength(2);
+    expect(req[0].issues.every((i) => i.severity === 'high' && i.target_candidate_id === lineageA?.versions[0])).toBe(true);
+    expect(new Set(req[0].issues.map((i) => i.review_id)).size).toBe(2);
     const rev = ofType(d, E.RevisionSubmitted)[0].data.revision;
     expect(rev.parent_candidate_id).toBe(lineageA?.versions[0]);
     expect(rev.responses[0].review_issue).toMatch(/^rev-.*#issue-1$/);
