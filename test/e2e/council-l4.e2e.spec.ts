@@ -157,4 +157,18 @@ describe('council:L4 contextual evaluation end to end (apps/council over NATS)',
     const calibration = await cli('council', '--council-prefix', c.prefix, 'calibration', '--domain', 'ops');
     expect(calibration).toEqual(['0 scored forecast(s)']);
   });
+
+  it('given a policy naming a chair selection and an explicit chair_order, when the run starts, then the explicit order chairs and no selection is recorded', async () => {
+    for (const chair of chairs) {
+      const r = await council('explicit', `l4_explicit_${chair.slice(-1)}`, {
+        level: 'council:L4',
+        aggregation: 'borda',
+        chair_selection: 'rotation',
+        chair_order: [chair],
+        stage_timeout_ms: 5_000,
+      });
+      expect(chairOf(r)).toBe(chair);
+      expect(r.chair_selection).toBeUndefined();
+    }
+  });
 });

@@ -158,6 +158,15 @@ describe('council:L5 outcomes and calibration end to end (apps/council over NATS
     expect(chairOf(r2)).toBe(other);
     expect(r2.chair_selection?.chair).toBe(other);
     expect(r2.chair_selection?.reason).toContain('payments');
+    // Its scores, computed at the start: the failed chair at its estimate read above (1/3 on one
+    // outcome), the other, never observed in payments, at the prior.
+    const scoreOf = (id: string) => r2.chair_selection?.scores.find((x) => x.member_id === id);
+    expect(synth(after1, familyOf(other), 'payments')).toBeUndefined();
+    expect(scoreOf(first)).toMatchObject({ observations: synth(after1, familyOf(first), 'payments')?.observations });
+    expect(scoreOf(first)?.observations).toBe(1);
+    expect(scoreOf(first)?.estimate).toBeCloseTo(1 / 3, 12);
+    expect(scoreOf(other)).toMatchObject({ estimate: 0.5, observations: 0 });
+    expect(scoreOf(other)?.lower).toBeGreaterThan(scoreOf(first)?.lower as number);
 
     // A search council is scoped apart: the payments failure does not touch search (15.3).
     const r3 = await council('search', 'l5_search_1');

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { acpStreamNames } from '@conclave/messaging';
-import { REGISTRY_PATTERNS } from '@conclave/registry-protocol';
+import { REGISTRY_PATTERNS, verifyChain } from '@conclave/registry-protocol';
 import { ed25519Signer } from '@conclave/sdk';
+import { sha256Hex } from '@conclave/service-kit';
 import { cleanBehaviour, scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk/testing';
 import { headers as natsHeaders } from 'nats';
 import { eventually, SecureConclaveHarness } from '../support/conclave-harness';
@@ -56,6 +57,7 @@ describe('Council security: who may start a council, who reads it mid-run, and e
         ...idsOf(panelOf('int')),
         ...idsOf(panelOf('fa')),
         ...idsOf(panelOf('again')),
+        ...idsOf(panelOf('acpx')),
         ...idsOf(panelOf('dea')),
         ...idsOf(ownerPanel).slice(1),
       ].map((participant_id) => ({ participant_id })),
@@ -175,6 +177,39 @@ describe('Council security: who may start a council, who reads it mid-run, and e
     expect(record.goal_contract_revisions.map((r) => r.goal_contract.goal_contract_id)).toEqual(['gc-first']);
   }, 40_000);
 
+  it("given alice's council started from her ACP proposal, when she sends the same start on council.v1.start under its run_id, then RUN_ALREADY_STARTED: it differs only in its ACP origin, and the run keeps its origin", async () => {
+    const panel = panelOf('acpx');
+    seat(idsOf(panel));
+    const contract = goal('alice', 'risk', 'gc-acpx');
+    const policy = { stage_timeout_ms: 10_000 };
+    const { proposal, run_id: runId } = await (
+      await h.clientFor('alice')
+    ).requestDeliberation({
+      domain: 'risk',
+      author: 'alice',
+      quorum: 2,
+      goal_contract: { ...contract },
+      panel: scriptedPanel(panel),
+      policy,
+    });
+    const origin = (reply: Reply) => (reply['run_record'] as { acp_origin?: { proposal_id: string } } | undefined)?.acp_origin;
+    await eventually(
+      async () => (origin((await signed('alice', council('v1.get'), { run_id: runId })).reply) ? true : undefined),
+      15_000,
+      'the run her proposal asked for',
+    );
+
+    // The same actor, GoalContract, panel and policy, with no ACP origin.
+    const again = await startRun('alice', runId, panel, contract, policy.stage_timeout_ms);
+    expect(again.reply).toMatchObject({ ok: false, error: { code: 'RUN_ALREADY_STARTED', field: 'run_id' } });
+
+    expect((await decisions.waitFor(runId)).terminal_state).toMatch(/^decided/);
+    const read = await signed('alice', council('v1.get'), { run_id: runId });
+    expect(origin(read.reply)).toMatchObject({ proposal_id: proposal.proposal_id, author: 'alice', domain: 'risk' });
+    const record = read.reply['run_record'] as { goal_contract_revisions: { goal_contract: { goal_contract_id: string } }[] };
+    expect(record.goal_contract_revisions.map((r) => r.goal_contract.goal_contract_id)).toEqual(['gc-acpx']);
+  }, 40_000);
+
   it('given a panel naming a participant the registry does not know, when alice starts her council, then UNKNOWN_REFERENCE naming panel, and no run and no task for anyone', async () => {
     const runId = `ghost_${h.run}`;
     const panel = { proposers: ['atk-builder', 'atk-skeptic', 'ghost'], chair: 'atk-chair' };
@@ -258,22 +293,22 @@ describe('Council security: who may start a council, who reads it mid-run, and e
 
     const interrupt = await signed('mallory', council('v1.interrupt'), { run_id: runId, reason: 'stop', actor: 'mallory' });
     expect(interrupt.reply).toMatchObject({ ok: false, error: { code: 'NOT_AUTHORIZED_ROLE', field: 'actor' } });
-    const entries = await eventually(
-      async () => {
-        const found = await h.auditEntries({ actor: 'mallory', action: 'rejected:council.interrupt' });
-        return found.length > 0 ? found : undefined;
-      },
+    // Her interrupt's entry, matched by the hash of the body she sent, and that entry on the chain.
+    const audited = await eventually(
+      async () => (await h.auditEntries({ action: 'rejected:council.interrupt' })).find((e) => e.payload_hash === interrupt.hash),
       10_000,
       'the refused interrupt audited',
     );
-    expect(entries).toEqual([
-      expect.objectContaining({
-        actor: 'mallory',
-        outcome: 'rejected',
-        authenticated: true,
-        error: expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'actor' }),
-      }),
-    ]);
+    expect(audited).toMatchObject({
+      actor: 'mallory',
+      outcome: 'rejected',
+      authenticated: true,
+      error: { code: 'NOT_AUTHORIZED_ROLE', field: 'actor' },
+    });
+    const chain = await h.auditEntries({});
+    expect(chain.filter((e) => e.payload_hash === interrupt.hash)).toEqual([audited]);
+    expect(chain[audited.seq - 1]).toEqual(audited);
+    expect(verifyChain(chain.slice(0, audited.seq), sha256Hex)).toEqual({ ok: true, entries: audited.seq, head: audited.hash });
 
     // A read (council.controller) and a structured outcome (evaluation.controller) refused by the run: audited the same way.
     const read = await signed('mallory', council('v1.get'), { run_id: runId });

@@ -74,6 +74,27 @@ describe('adversarial members: ids shaped like blind refs, ids in keys, an earli
     expect(isSameStart(state, startedBy({ ...startCommand({ goal: otherOwner }), actor: 'other-owner' } as never))).toBe(false);
   });
 
+  it('given a started run, when a start comes again that differs from it only in its ACP origin, or only in its actor, then it is not the same start (the service answers RUN_ALREADY_STARTED)', () => {
+    const startedBy = (cmd: ReturnType<typeof startCommand>) => decide(cmd, foldRun([]))[0] as RunStarted;
+    const origin = { proposal_id: 'prop-1', domain: 'general', author: 'human-owner', bridge: { quorum: 2 } };
+    const fromAcp = (acp_origin: typeof origin, seed = 'seed-1') => ({ ...startCommand({ seed }), acp_origin }) as never;
+
+    // Only the ACP origin differs: none against one, one against none, or another proposal.
+    const plain = foldRun(decide(startCommand(), foldRun([])));
+    expect(isSameStart(plain, startedBy(startCommand({ seed: 'seed-2' })))).toBe(true);
+    expect(isSameStart(plain, startedBy(fromAcp(origin)))).toBe(false);
+    const asked = foldRun(decide(fromAcp(origin), foldRun([])));
+    expect(asked.status === 'running' && asked.acp_origin).toEqual(origin);
+    expect(isSameStart(asked, startedBy(fromAcp(origin, 'seed-2')))).toBe(true);
+    expect(isSameStart(asked, startedBy(startCommand()))).toBe(false);
+    expect(isSameStart(asked, startedBy(fromAcp({ ...origin, proposal_id: 'prop-2' })))).toBe(false);
+
+    // Only the actor differs: the same RunStarted, signed for by someone else.
+    const same = startedBy(startCommand({ seed: 'seed-2' }));
+    expect(isSameStart(plain, { ...same, actor: 'other-owner' })).toBe(false);
+    expect(isSameStart(plain, same)).toBe(true);
+  });
+
   it('given dissent that retains review-1#issue-10, when asked whether it retains review-1#issue-1 (or c10 retains c1), then no: a mention is the whole id (17.2)', () => {
     expect(dissentMentions({ description: 'retained: review-1#issue-10' } as never, 'review-1#issue-1')).toBe(false);
     expect(dissentMentions('conflict c10 stays open', 'c1')).toBe(false);

@@ -222,6 +222,49 @@ describe('a GoalContract revision keeps what the run was authorised for: its own
     );
     expect(lower('human-owner')[0]).toMatchObject({ type: E.GoalContractRevised });
   });
+
+  it('given an open frame challenge on a run in billing, when the chair accepts it with a revision handing the run to another owner (itself, or a stranger), moving it to risk or dropping its domain, then NOT_AUTHORIZED_ROLE at that field; its revision keeping both is recorded, and the run keeps its owner and domain', () => {
+    const d = drive(
+      startCommand({ goal: goalContract({ domain: 'billing' }), panel: panel({ frameObserver: true }) }),
+      defaultBehaviour({ frame: (_r, id) => challenge(id) }),
+      { stopWhen: (x) => x.state.status === 'running' && x.state.stage === 'frame-decision' },
+    );
+    // A comparable refinement, as the chair may make to accept the challenge.
+    const accept = (overrides: Record<string, unknown>) => () =>
+      decide(
+        {
+          type: C.ReviseGoalContract,
+          goal_contract: goalContract({
+            goal_contract_id: 'gc-002',
+            domain: 'billing',
+            constraints: ['finance auditors sign off'],
+            ...overrides,
+          }),
+          frame_check_id: 'fc-1',
+          actor: 'member-chair-01',
+          now: d.now,
+        },
+        d.state,
+      );
+    for (const owner of ['member-chair-01', 'nobody-at-all'])
+      expect(accept({ decision_owner: owner })).toThrow(
+        expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'goal_contract.decision_owner' }),
+      );
+    for (const domain of ['risk', undefined])
+      expect(accept({ domain })).toThrow(expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'goal_contract.domain' }));
+
+    const events = accept({})();
+    expect(events[0]).toMatchObject({
+      type: E.GoalContractRevised,
+      data: { revised_by: 'member-chair-01', frame_check_id: 'fc-1', comparable: true },
+    });
+    const after = foldRun(events, d.state) as StartedRun;
+    expect(after.goal_contract).toMatchObject({ goal_contract_id: 'gc-002', decision_owner: 'human-owner', domain: 'billing' });
+    expect(after.goal_contract_revisions.map((g) => [g.goal_contract.decision_owner, g.goal_contract.domain])).toEqual([
+      ['human-owner', 'billing'],
+      ['human-owner', 'billing'],
+    ]);
+  });
 });
 
 describe('spec 17.3 the terminal record names the checkpoint the chair synthesised', () => {
@@ -374,6 +417,7 @@ describe('spec 17.1 budgets count every spend, and tasks say what is left', () =
 
   describe('refused answers past the cap of 5 per task', () => {
     const task = 'run-1:1:proposal:member-operator-01';
+    const refusedError = { code: 'SCHEMA_VIOLATION' as const, message: 'position: must be a non-empty string', field: 'position' };
     const open = () =>
       drive(startCommand(), (req, id, st) => (id === 'member-operator-01' ? { kind: 'silent' } : defaultBehaviour()(req, id, st)), {
         stopWhen: (x) => x.state.status === 'running' && x.state.candidate_order.length === 2,
@@ -384,7 +428,7 @@ describe('spec 17.1 budgets count every spend, and tasks say what is left', () =
           type: C.RecordRefusedAnswer,
           task_id: task,
           member_id: 'member-operator-01',
-          error: { code: 'SCHEMA_VIOLATION', message: 'position: must be a non-empty string', field: 'position' },
+          error: refusedError,
           usage,
           now: d.now,
         },
@@ -405,10 +449,28 @@ describe('spec 17.1 budgets count every spend, and tasks say what is left', () =
       expect(buildRunRecord(run(d)).refusals).toHaveLength(MAX_REFUSALS_PER_TASK);
     });
 
-    it('given a task with 5 refused answers, when a 6th, 7th and 8th report usage, then every spend counts against the budget', () => {
+    it('given a task with 5 refused answers, when a 6th, 7th and 8th report usage, then each appends a RefusedAnswerSpendRecorded with the usage and no error text, and every spend counts against the budget', () => {
       const d = open();
       const before = run(d).usage;
-      for (let i = 0; i < 8; i++) refuse(d, { cost: 2, tokens: 100 });
+      const appended = Array.from({ length: 8 }, () => refuse(d, { cost: 2, tokens: 100 }));
+      for (const events of appended.slice(0, MAX_REFUSALS_PER_TASK)) {
+        expect(events.map((e) => e.type)).toEqual([E.TaskAnswerRefused]);
+        expect(events[0].data).toMatchObject({ error: refusedError });
+      }
+      appended.slice(MAX_REFUSALS_PER_TASK).forEach((events, i) => {
+        expect(events.map((e) => e.type)).toEqual(['RefusedAnswerSpendRecorded']);
+        // The spend and where it was made, nothing of the refused answer.
+        expect(events[0].data).toEqual({
+          task_id: task,
+          member_id: 'member-operator-01',
+          round: 1,
+          stage: 'proposal',
+          past_cap: i + 1,
+          usage: { cost: 2, tokens: 100 },
+        });
+        const written = JSON.stringify(events[0]);
+        for (const text of [refusedError.code, refusedError.message, '"error"']) expect(written).not.toContain(text);
+      });
       expect(run(d).usage).toEqual({ cost: before.cost + 16, tokens: before.tokens + 800 });
       expect(buildRunRecord(run(d)).budgets.usage).toMatchObject({ cost: before.cost + 16, tokens: before.tokens + 800 });
       expect(run(d).refusals.filter((r) => r.task_id === task)).toHaveLength(MAX_REFUSALS_PER_TASK);

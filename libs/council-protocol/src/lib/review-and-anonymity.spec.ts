@@ -3,7 +3,7 @@ import { MEMBER_ID_PATTERN } from './contracts';
 import { parseMemberDescriptor } from './member-descriptor';
 import { mentionsMemberId, scrubMemberIds } from './review-and-anonymity';
 import { StartedRun } from './state';
-import { defaultBehaviour, drive, member, startCommand } from '../testing/council-fixtures';
+import { Behaviour, defaultBehaviour, drive, highIssue, member, panel, roundOf, startCommand } from '../testing/council-fixtures';
 
 /** Spec 11.1: the blind surface names no member, and scrubbing never touches the controller's own refs. */
 describe('spec 11.1 blind surface: scrubbing member ids', () => {
@@ -24,6 +24,52 @@ describe('spec 11.1 blind surface: scrubbing member ids', () => {
     expect(scrubMemberIds(text, ['builder-01'])).toBe('As [member] ([member] on the wiki) I prefer anon-A-v1; cand-[member]-v2 agrees');
     expect(mentionsMemberId('ask SKEPTIC', 'skeptic')).toBe(true);
     expect(scrubMemberIds('anon-A-v1 and Candidate A by a', ['a'])).toBe('anon-A-v1 and Candidate A by [member]');
+  });
+
+  it('given member ids that are words of the controller’s instructions, when driven, then every task’s instructions reach the member intact while the members’ own text is scrubbed', () => {
+    // `each`, `only` and `set` are words of the review and synthesis instructions; `return` opens the
+    // conflict-map, frame-check, revision and synthesis instructions. None is a field name of the inputs.
+    const wordPanel = [
+      member('each', 'builder'),
+      member('only', 'skeptic', undefined, 'shared-model-b'),
+      member('set', 'operator'),
+      member('return', 'chair', ['chair'], 'chair-model'),
+      member('outsider-01', 'outsider', ['frame-observer'], 'outsider-model'),
+    ];
+    const plainPanel = panel({ frameObserver: true });
+    const members = defaultBehaviour({ issues: (ref, round) => (round === 1 && ref === 'anon-A-v1' ? [highIssue()] : []) });
+    // A review id per round, so the round after the revision reviews again without a clash.
+    const behaviour: Behaviour = (req, id, st) => {
+      const reply = members(req, id, st);
+      if (req.stage !== 'review' || reply.kind !== 'reply') return reply;
+      const reviews = reply.artifact as { review_id: string }[];
+      return { ...reply, artifact: reviews.map((r) => ({ ...r, review_id: `${r.review_id}-r${roundOf(req)}` })) };
+    };
+    const worded = drive(startCommand({ panel: wordPanel }), behaviour);
+    const plain = drive(startCommand({ panel: plainPanel }), behaviour);
+    expect(worded.refusals).toEqual([]);
+    const instructionsByStage = (d: typeof worded) =>
+      Object.fromEntries(d.requests.map((r) => [r.stage, r.inputs['instructions']]).filter(([, i]) => i !== undefined));
+    const controllerWords = instructionsByStage(plain);
+    expect(Object.keys(controllerWords).sort()).toEqual(['conflict-map', 'frame-check', 'review', 'revision', 'synthesis']);
+
+    // The controller's instructions: the same words whoever sits on the panel, its ids left in them.
+    for (const req of worded.requests.filter((r) => r.inputs['instructions'] !== undefined)) {
+      expect(req.inputs['instructions']).toBe(controllerWords[req.stage]);
+    }
+    expect(instructionsByStage(worded)).toEqual(controllerWords);
+    const named = (stage: string) =>
+      wordPanel.map((m) => m.member_id).filter((id) => mentionsMemberId(controllerWords[stage] as string, id));
+    expect(named('review')).toEqual(['each', 'set']);
+    expect(named('synthesis')).toEqual(['only', 'return']);
+
+    // The members' text in the same inputs: each author's position named it, and is scrubbed.
+    const reviewed = worded.requests.filter((r) => r.stage === 'review').flatMap((r) => r.inputs['candidates'] as { position: string }[]);
+    expect(reviewed.length).toBeGreaterThan(0);
+    for (const c of reviewed) {
+      expect(c.position).toMatch(/\(\[member\] view\)/);
+      for (const m of wordPanel) expect(mentionsMemberId(c.position, m.member_id)).toBe(false);
+    }
   });
 
   it('given an already scrubbed text, when scrubbed again, then nothing changes (idempotent)', () => {

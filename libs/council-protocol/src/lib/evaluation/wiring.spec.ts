@@ -5,8 +5,10 @@ import { parseCouncilPolicy } from '../policy';
 import { buildRunRecord } from '../run-record';
 import { decide } from '../decide';
 import { CouncilRunState, StartedRun, evolveRun } from '../state';
-import { at, defaultBehaviour, drive, goalContract, panel, startCommand, refusal } from '../../testing/council-fixtures';
-import { ChairSelection } from './chair-selection';
+import { at, defaultBehaviour, drive, goalContract, panel, startCommand, refusal, T0 } from '../../testing/council-fixtures';
+import { MemberDescriptor } from '../member-descriptor';
+import { CapabilityObservation, emptyCapabilityProjection, evolveCapabilities, memberScope } from './capability';
+import { ChairSelection, selectChair } from './chair-selection';
 
 /** The council:L4 and L5 wiring: policy keys, the checkpoint's aggregation, the chair's inputs, chair selection and structured outcomes. */
 
@@ -179,6 +181,67 @@ describe('council:L4 chair selection recorded at the start (14, 16.6)', () => {
     const state = events.reduce<CouncilRunState>((s, e) => evolveRun(s, e), { status: 'empty' }) as StartedRun;
     expect(buildRunRecord(state).chair_selection).toEqual(selection);
     expect(buildRunRecord(state).domain).toBe('payments.migrations');
+  });
+
+  it('given a history where member-chair-02’s model synthesizes better in the domain, when the scoped-capability selection is computed and the run started with it, then it ranks by those scores and RunStarted and the RunRecord carry them', () => {
+    const chairs = panel({ fallbackChair: true }).map((m) => (m.member_id === 'member-chair-02' ? { ...m, model_family: 'model-y' } : m));
+    const [chair1, chair2] = ['member-chair-01', 'member-chair-02'].map((id) => chairs.find((m) => m.member_id === id) as MemberDescriptor);
+    // Synthesizer outcomes in payments.migrations: model-x 2 of 4, model-y 9 of 10.
+    const outcomes = (m: MemberDescriptor, successes: number, total: number): CapabilityObservation[] =>
+      Array.from({ length: total }, (_, i) => ({
+        observation_id: `${m.member_id}:${i}`,
+        run_id: `earlier-${i}`,
+        at: T0,
+        member_id: m.member_id,
+        scope: memberScope(m, 'synthesizer', 'payments.migrations'),
+        kind: 'outcome',
+        success: i < successes ? 1 : 0,
+        basis: 'an earlier decision’s outcome',
+      }));
+    const capabilities = [...outcomes(chair1, 2, 4), ...outcomes(chair2, 9, 10)].reduce(evolveCapabilities, emptyCapabilityProjection());
+    const computed = selectChair(
+      { policy: 'scoped-capability' },
+      { panel: chairs, domain: 'payments.migrations', seed: 'seed-1', capabilities, previous_chairs: [] },
+    );
+    // Beta(1, 1) updated: 3/6 for model-x, 10/12 for model-y.
+    expect(computed.scores.map((x) => [x.member_id, x.observations])).toEqual([
+      ['member-chair-01', 4],
+      ['member-chair-02', 10],
+    ]);
+    expect(computed.scores[0].estimate).toBeCloseTo(3 / 6, 12);
+    expect(computed.scores[1].estimate).toBeCloseTo(10 / 12, 12);
+    expect(computed.scores[1].lower).toBeGreaterThan(computed.scores[0].lower);
+    expect(computed.chair_order).toEqual(['member-chair-02', 'member-chair-01']);
+
+    const events = decide(
+      {
+        ...startCommand({ goal: domainGoal, panel: chairs, policy: L4({ chair_selection: 'scoped-capability' }) }),
+        chair_selection: computed,
+      } as never,
+      { status: 'empty' },
+    );
+    const started = events[0] as RunStarted;
+    expect(started.data.chair_selection?.scores).toEqual(computed.scores);
+    expect(started.data.policy.chair_order).toEqual(['member-chair-02', 'member-chair-01']);
+    const state = events.reduce<CouncilRunState>((s, e) => evolveRun(s, e), { status: 'empty' }) as StartedRun;
+    expect(buildRunRecord(state).chair_selection).toEqual(computed);
+  });
+
+  it('given a computed selection and an explicit chair_order together, when the run starts, then SCHEMA_VIOLATION at policy.chair_order and nothing is recorded', () => {
+    const e = refusal(() =>
+      decide(
+        {
+          ...startCommand({
+            goal: domainGoal,
+            panel: panel({ fallbackChair: true }),
+            policy: L4({ chair_selection: 'scoped-capability', chair_order: ['member-chair-01'] }),
+          }),
+          chair_selection: selection,
+        } as never,
+        { status: 'empty' },
+      ),
+    );
+    expect(e.toJSON()).toMatchObject({ code: 'SCHEMA_VIOLATION', field: 'policy.chair_order' });
   });
 
   it('given a selection naming a member who does not hold the chair role, when the run starts, then NOT_AUTHORIZED_ROLE', () => {
