@@ -3,7 +3,16 @@ import { decide, isSameStart } from './decide';
 import { dissentMentions } from './decision-record';
 import { scrubMemberIds } from './review-and-anonymity';
 import { foldRun } from './state';
-import { candidateArtifact, decisionFor, defaultBehaviour, drive, goalContract, panel, startCommand } from '../testing/council-fixtures';
+import {
+  candidateArtifact,
+  decisionFor,
+  defaultBehaviour,
+  drive,
+  goalContract,
+  panel,
+  refusal,
+  startCommand,
+} from '../testing/council-fixtures';
 import type { Behaviour } from '../testing/council-fixtures';
 import type { RunStarted } from './events';
 
@@ -30,6 +39,24 @@ describe('adversarial members: ids shaped like blind refs, ids in keys, an earli
       'member-builder-01',
     ]);
     expect(Object.keys(scrubbed.rubric_scores)).toEqual(['[member]', 'by [member]', 'clarity']);
+  });
+
+  it('given a panel member whose id is a word of a blind-surface field name (candidate, label) or fixed value (high), when the run starts, then SCHEMA_VIOLATION at its member_id and nothing is recorded (11.1)', () => {
+    // Scrubbed, such an id would rewrite the surface's own keys: `candidate_ref` to `[member]_ref`.
+    expect(Object.keys(scrubMemberIds({ candidate_ref: 'anon-A-v1', label: 'Candidate A' }, ['candidate']))).toEqual([
+      '[member]_ref',
+      'label',
+    ]);
+    for (const id of ['candidate', 'label', 'HIGH']) {
+      const members = panel();
+      members[1] = { ...members[1], member_id: id };
+      const e = refusal(() => decide(startCommand({ panel: members }), { status: 'empty' }));
+      expect([id, e.code, e.field]).toEqual([id, 'SCHEMA_VIOLATION', 'panel[1].member_id']);
+    }
+    // An id that only contains such a word as part of a longer word part is fine.
+    const members = panel();
+    members[1] = { ...members[1], member_id: 'candidates-bot' };
+    expect(decide(startCommand({ panel: members }), { status: 'empty' }).map((e) => e.type)).toContain('RunStarted');
   });
 
   it('given a run restarted from a revised GoalContract, when the chair selects a candidate of the earlier frame, then UNKNOWN_REFERENCE at selected_path, and the run does not decide on it (13, 14)', () => {

@@ -559,7 +559,7 @@ describe('spec 18 failure and degraded operation (checklist 14)', () => {
   });
   it('given a member descriptor with a lens and roles, then a run started with a single-model panel records the shared independence group (19.2)', () => {
     const d = drive(
-      startCommand({ panel: [member('a'), member('b'), member('c'), member('chair', 'chair', ['chair'])] }),
+      startCommand({ panel: [member('a'), member('b'), member('c'), member('chair-1', 'chair', ['chair'])] }),
       defaultBehaviour(),
     );
     expect(run(d).diversity_profile?.correlated).toBe(true);

@@ -7,8 +7,9 @@ import { CouncilEvent, RunStarted } from './events';
 import { parseGoalContract, runDomain } from './goal-contract';
 import { diversityProfile, holdsRole, memberRoles, parsePanel } from './member-descriptor';
 import { parseCouncilPolicy } from './policy';
+import { blindSurfaceWordNamedBy } from './review-and-anonymity';
 import { CouncilRunState } from './state';
-import { fail, stableJson } from './validation';
+import { fail, join, stableJson } from './validation';
 
 /**
  * Spec 9, steps 0 and 1: align the GoalContract and assemble the panel and its diversity profile
@@ -25,6 +26,14 @@ export function decideStartRun(command: StartRun, state: CouncilRunState): Counc
   if (typeof command.seed !== 'string' || command.seed === '') fail('seed', 'must be a non-empty string');
   const goal_contract = parseGoalContract(command.goal_contract, 'goal_contract');
   const panel = parsePanel(command.panel, 'panel');
+  panel.forEach((m, i) => {
+    const word = blindSurfaceWordNamedBy(m.member_id);
+    if (word !== undefined)
+      fail(
+        join(join('panel', i), 'member_id'),
+        `must not be a word of the blind surface's field names or values (it names "${word}", which scrubbing would rewrite)`,
+      );
+  });
   const policy = parseCouncilPolicy(command.policy, 'policy');
   // The run is the decision owner's: nobody starts a council in someone else's name.
   if (command.actor !== goal_contract.decision_owner) {

@@ -27,12 +27,13 @@ describe('spec 11.1 blind surface: scrubbing member ids', () => {
   });
 
   it('given member ids that are words of the controller’s instructions, when driven, then every task’s instructions reach the member intact while the members’ own text is scrubbed', () => {
-    // `each`, `only` and `set` are words of the review and synthesis instructions; `return` opens the
-    // conflict-map, frame-check, revision and synthesis instructions. None is a field name of the inputs.
+    // `each` is a word of the review instructions, `only` and `keep` of the synthesis
+    // instructions; `return` opens the conflict-map, frame-check, revision and synthesis
+    // instructions. None is a field name or fixed value of the blind surface (StartRun refuses those).
     const wordPanel = [
       member('each', 'builder'),
       member('only', 'skeptic', undefined, 'shared-model-b'),
-      member('set', 'operator'),
+      member('keep', 'operator'),
       member('return', 'chair', ['chair'], 'chair-model'),
       member('outsider-01', 'outsider', ['frame-observer'], 'outsider-model'),
     ];
@@ -60,8 +61,8 @@ describe('spec 11.1 blind surface: scrubbing member ids', () => {
     expect(instructionsByStage(worded)).toEqual(controllerWords);
     const named = (stage: string) =>
       wordPanel.map((m) => m.member_id).filter((id) => mentionsMemberId(controllerWords[stage] as string, id));
-    expect(named('review')).toEqual(['each', 'set']);
-    expect(named('synthesis')).toEqual(['only', 'return']);
+    expect(named('review')).toEqual(['each']);
+    expect(named('synthesis')).toEqual(['only', 'keep', 'return']);
 
     // The members' text in the same inputs: each author's position named it, and is scrubbed.
     const reviewed = worded.requests.filter((r) => r.stage === 'review').flatMap((r) => r.inputs['candidates'] as { position: string }[]);

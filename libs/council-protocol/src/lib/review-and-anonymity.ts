@@ -1,5 +1,6 @@
 import { CandidateClaim } from './candidate-artifact';
 import { AnonymizationEntry } from './events';
+import { memberApiSchemas } from './member-schemas';
 import { ReviewArtifact, reviewIssueId } from './review-artifact';
 import { authorOf, candidate } from './run-queries';
 import { seededShuffle } from './seeded-shuffle';
@@ -187,6 +188,38 @@ export function scrubMemberIds<T>(value: T, memberIds: readonly string[]): T {
     return v;
   };
   return walk(value) as T;
+}
+
+/**
+ * The field names and fixed values of the blind surface (every property name, `enum` and `const`
+ * string of the served task and answer schemas), collected once. The scrubber rewrites keys and
+ * strings, so a member id that is a word of one of them (`candidate`, `label`, `high`) would
+ * rewrite the surface's own structure (`candidate_ref` to `[member]_ref`, two keys into one).
+ */
+let surfaceWords: readonly string[] | undefined;
+function blindSurfaceWords(): readonly string[] {
+  if (surfaceWords) return surfaceWords;
+  const words = new Set<string>();
+  const walk = (v: unknown, key?: string): void => {
+    if (Array.isArray(v)) return v.forEach((x) => walk(x, key === 'enum' ? 'enum' : undefined));
+    if (typeof v === 'string') {
+      if (key === 'enum' || key === 'const') words.add(v);
+      return;
+    }
+    if (!isRecord(v)) return;
+    for (const [k, x] of Object.entries(v)) {
+      if (k === 'properties' && isRecord(x)) for (const name of Object.keys(x)) words.add(name);
+      walk(x, k);
+    }
+  };
+  walk(memberApiSchemas());
+  return (surfaceWords = [...words]);
+}
+
+/** The first field name or fixed value of the blind surface that `memberId` is a word of, if any. */
+export function blindSurfaceWordNamedBy(memberId: string): string | undefined {
+  const part = idPartPattern([memberId]);
+  return part === null ? undefined : blindSurfaceWords().find((w) => scrubText(w, part) !== w);
 }
 
 /** Does `text` name `memberId` the way the scrubber would see it (outside blind refs)? */
