@@ -217,7 +217,7 @@ describe('council:L5 outcomes and calibration end to end (apps/council over NATS
     const rebuilt = await estimates({ rebuild: true });
     expect(rebuilt.estimates).toEqual(live.estimates);
     const records = await Promise.all([r1, r2, r3].map((r) => c.client.get(r.run_id, owner)));
-    // The structured outcomes are in the runs' logs (the RunRecord is the fold of a run's stream).
+    // The structured outcomes are on the runs' RunRecords as their owner reads them (council.v1.get, from the service's state of each run).
     expect(records.map((r) => r.outcomes.map((o) => [o.outcome_id, o.structured?.verdict, o.structured?.recorder_role]))).toEqual([
       [[`out-${r1.run_id}`, 'failure', 'decision-owner']],
       [[`out-${r2.run_id}`, 'success', 'evaluator']],
