@@ -2,8 +2,9 @@
 module.exports = {
   displayName: 'e2e',
   preset: '../jest.preset.js',
-  // support/*.spec.ts: unit tests of the test tooling itself (the invariant checker).
-  testMatch: ['<rootDir>/**/*.e2e.spec.ts', '<rootDir>/support/**/*.spec.ts'],
+  // support/*.spec.ts: unit tests of the test tooling itself (the invariant checker);
+  // docs/*.spec.ts: the docs' citations of tests name tests that exist.
+  testMatch: ['<rootDir>/**/*.e2e.spec.ts', '<rootDir>/support/**/*.spec.ts', '<rootDir>/docs/**/*.spec.ts'],
   setupFilesAfterEnv: ['<rootDir>/support/jest-setup.ts'],
   coverageDirectory: '../coverage/test',
 };
