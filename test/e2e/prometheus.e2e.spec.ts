@@ -33,7 +33,8 @@ interface VectorSample {
  * Debian's `prometheus`, on a loopback port with a generated configuration, scrapes the
  * /metrics of every service of an in-process deployment and loads the repository's alert rules.
  * Asked through its HTTP API, as a dashboard or an SRE would: every target is up, the decisions
- * the test caused are counted by outcome, and every alert rule is loaded and healthy.
+ * the tests caused (Appendix C among them) are counted by outcome and trigger, the latency
+ * histograms and reactor positions moved, and every alert rule is loaded and healthy.
  */
 d(title, () => {
   const h = new ConclaveHarness();
@@ -149,6 +150,118 @@ d(title, () => {
       'the quorum-to-decision histogram scraped',
     );
     expect(observed.value[1]).toBe('3');
+  });
+
+  it('given the four scenarios of Appendix C and the human resolution of C.4, when scraped, then their decisions are counted by outcome and trigger, the latency histograms observed them and every proposal reactor moved, with its lag reported', async () => {
+    const reactors = ['proposal-index', 'resolver', 'sweeper', 'escalation-inbox', 'audit'];
+    const positions = async () =>
+      Object.fromEntries(
+        (await query(`conclave_reactor_position{reactor=~"${reactors.join('|')}"}`)).map((s) => [s.metric['reactor'], Number(s.value[1])]),
+      );
+    const before = await eventually(
+      async () => {
+        const p = await positions();
+        return reactors.every((r) => r in p) ? p : undefined;
+      },
+      20_000,
+      'the reactor positions scraped',
+    );
+    // Given: Appendix C, as test/e2e/appendix-c.e2e.spec.ts runs it, and a human for the tie.
+    const decisions = new DecisionCollector(h.client, { domain: 'appc.>' });
+    const now = () => new Date().toISOString();
+    const propose = (domain: string, quorum: number, expiresInMs?: number) =>
+      h.client.propose({
+        domain: `appc.${domain}`,
+        author: 'agent-author',
+        payload: { domain },
+        quorum,
+        created_at: now(),
+        ...(expiresInMs === undefined ? {} : { expires_at: new Date(Date.now() + expiresInMs).toISOString() }),
+      });
+    const vote = (domain_authority: number, confidence: number, trust_score: number) => ({ domain_authority, confidence, trust_score });
+    const c1 = await propose('risk', 2);
+    await h.client.endorse(c1.proposal_id, { participant_id: 'agent-a', ...vote(0.9, 0.85, 0.9) });
+    await h.client.endorse(c1.proposal_id, { participant_id: 'agent-b', ...vote(0.8, 0.7, 0.85) });
+    const c2 = await propose('ops', 2);
+    await h.client.challenge(c2.proposal_id, { participant_id: 'senior', ...vote(0.95, 0.9, 0.95) });
+    await h.client.endorse(c2.proposal_id, { participant_id: 'junior', ...vote(0.4, 0.6, 0.7) });
+    const c3 = await propose('finance', 3, 1_500);
+    await h.client.endorse(c3.proposal_id, { participant_id: 'agent-a', ...vote(0.8, 0.75, 0.9) });
+    const c4 = await propose('pricing', 2);
+    await h.client.endorse(c4.proposal_id, { participant_id: 'agent-a', ...vote(0.9, 0.8, 0.9) });
+    await h.client.challenge(c4.proposal_id, { participant_id: 'agent-b', ...vote(0.9, 0.8, 0.9) });
+    await decisions.waitFor(c4.proposal_id);
+    await h.client.resolve(c4.proposal_id, { outcome: 'approved', resolved_by: 'human-pricing-lead', note: 'a human decides the tie' });
+    for (const p of [c1, c2, c3]) await decisions.waitFor(p.proposal_id);
+    await decisions.waitFor(c4.proposal_id, 2);
+
+    // Then: the outcomes no other test of this file causes are counted exactly, the others at least once.
+    const byOutcome = await eventually(
+      async () => {
+        const samples = await query('sum by (outcome, trigger) (conclave_acp_decisions_total)');
+        const read = Object.fromEntries(samples.map((s) => [`${s.metric['outcome']}/${s.metric['trigger']}`, Number(s.value[1])]));
+        return ['approved/timeout', 'escalated/quorum', 'approved/manual'].every((k) => read[k] === 1) ? read : undefined;
+      },
+      20_000,
+      'the Appendix C decisions scraped',
+    );
+    expect(byOutcome).toMatchObject({
+      'approved/timeout': 1,
+      'escalated/quorum': 1,
+      'approved/manual': 1,
+      'approved/quorum': expect.any(Number),
+      'rejected/quorum': expect.any(Number),
+    });
+    // C.3's expiry, in the sweeper's histogram (scraped with the counter or soon after it).
+    const lateness = await eventually(
+      async () => {
+        const [x] = await query('sum(conclave_acp_expiry_lateness_seconds_count)');
+        return x?.value[1] === '1' ? x : undefined;
+      },
+      20_000,
+      'the expiry lateness histogram scraped',
+    );
+    expect(lateness.value[1]).toBe('1');
+
+    // The latency histograms observed each request and append (a request is observed as it is
+    // answered, after its append counted the decision: so each is waited for on its own).
+    const counts = async (promql: string) => Object.fromEntries((await query(promql)).map((s) => [s.metric['key'], Number(s.value[1])]));
+    const requests = await eventually(
+      async () => {
+        const c = await counts(
+          'label_join(sum by (service, subject) (conclave_api_request_duration_seconds_count), "key", "/", "service", "subject")',
+        );
+        return c['intake/v1.propose'] >= 4 && c['intake/v1.respond'] >= 7 && c['escalation/v1.resolve'] >= 1 ? c : undefined;
+      },
+      20_000,
+      'the request latency histograms scraped',
+    );
+    expect(requests['escalation/v1.resolve']).toBe(1);
+    const appends = await eventually(
+      async () => {
+        const c = await counts(
+          'label_join(sum by (service, category) (conclave_eventlog_append_duration_seconds_count), "key", "/", "service", "category")',
+        );
+        return ['intake/proposal', 'resolver/proposal', 'sweeper/proposal', 'escalation/proposal'].every((k) => c[k] >= 1) ? c : undefined;
+      },
+      20_000,
+      'the append latency histograms scraped',
+    );
+    expect(appends['sweeper/proposal']).toBe(1);
+
+    // Every reactor that follows proposals moved past where it was, and reports its lag.
+    const after = await eventually(
+      async () => {
+        const p = await positions();
+        return reactors.every((r) => p[r] > before[r]) ? p : undefined;
+      },
+      20_000,
+      'every proposal reactor to move',
+    );
+    expect(Object.keys(after).sort()).toEqual([...reactors].sort());
+    const lag = await query(`conclave_reactor_lag_events{reactor=~"${reactors.join('|')}"}`);
+    expect(lag.map((s) => s.metric['reactor']).sort()).toEqual([...reactors].sort());
+    for (const s of lag) expect(Number(s.value[1])).toBeGreaterThanOrEqual(0);
   });
 
   it("the dashboard's service picker offers every service, as Grafana asks Prometheus for it", async () => {
