@@ -51,6 +51,20 @@ d(title, () => {
     return body.data.result;
   };
 
+  /** The value of a one-sample query once scrapes have brought it to `expected` (what it read last, else). */
+  const scalarOnceScraped = async (promql: string, expected: string): Promise<string | undefined> => {
+    let last: string | undefined;
+    await eventually(
+      async () => {
+        last = (await query(promql))[0]?.value[1];
+        return last === expected ? last : undefined;
+      },
+      20_000,
+      `${promql} to read ${expected}`,
+    ).catch(() => undefined);
+    return last;
+  };
+
   beforeAll(async () => {
     await h.start(...services);
     const targets: { service: ServiceName; address: string }[] = [];
@@ -141,15 +155,7 @@ d(title, () => {
     );
     expect(byOutcome).toEqual({ 'approved/quorum': '2', 'rejected/quorum': '1' });
     // The quorum-to-decision histogram observed the same three, in the resolver.
-    const observed = await eventually(
-      async () => {
-        const [s] = await query('sum(conclave_acp_quorum_to_decision_seconds_count{service="resolver"})');
-        return s?.value[1] === '3' ? s : undefined;
-      },
-      20_000,
-      'the quorum-to-decision histogram scraped',
-    );
-    expect(observed.value[1]).toBe('3');
+    expect(await scalarOnceScraped('sum(conclave_acp_quorum_to_decision_seconds_count{service="resolver"})', '3')).toBe('3');
   });
 
   it('given the four scenarios of Appendix C and the human resolution of C.4, when scraped, then their decisions are counted by outcome and trigger, the latency histograms observed them and every proposal reactor moved, with its lag reported', async () => {
@@ -213,15 +219,7 @@ d(title, () => {
       'rejected/quorum': expect.any(Number),
     });
     // C.3's expiry, in the sweeper's histogram (scraped with the counter or soon after it).
-    const lateness = await eventually(
-      async () => {
-        const [x] = await query('sum(conclave_acp_expiry_lateness_seconds_count)');
-        return x?.value[1] === '1' ? x : undefined;
-      },
-      20_000,
-      'the expiry lateness histogram scraped',
-    );
-    expect(lateness.value[1]).toBe('1');
+    expect(await scalarOnceScraped('sum(conclave_acp_expiry_lateness_seconds_count)', '1')).toBe('1');
 
     // The latency histograms observed each request and append (a request is observed as it is
     // answered, after its append counted the decision: so each is waited for on its own).
