@@ -1,5 +1,4 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -26,7 +25,11 @@ function resolverFor(baseDir: string): Resolve {
   return (file) => {
     if (file.includes('/') && existsSync(join(ROOT, file))) return file;
     if (existsSync(join(ROOT, baseDir, file))) return `${baseDir}/${file}`;
-    specs ??= execFileSync('git', ['ls-files', '*.spec.ts'], { cwd: ROOT, encoding: 'utf8' }).trim().split('\n');
+    specs ??= ['apps', 'libs', 'test'].flatMap((dir) =>
+      readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+        .filter((f) => f.endsWith('.spec.ts') && !f.includes('node_modules'))
+        .map((f) => `${dir}/${f.split('\\').join('/')}`),
+    );
     const found = specs.filter((s) => s.endsWith(`/${file}`));
     return found.find((s) => s.startsWith(baseDir)) ?? found[0] ?? file;
   };

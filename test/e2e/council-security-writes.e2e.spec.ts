@@ -177,7 +177,7 @@ describe('Council security: who may start a council, who reads it mid-run, and e
     expect(record.goal_contract_revisions.map((r) => r.goal_contract.goal_contract_id)).toEqual(['gc-first']);
   }, 40_000);
 
-  it("given alice's council started from her ACP proposal, when she sends the same start on council.v1.start under its run_id, then RUN_ALREADY_STARTED: it differs only in its ACP origin, and the run keeps its origin", async () => {
+  it("given alice's council started from her ACP proposal, when she sends its GoalContract, panel and policy again on council.v1.start under its run_id, without the ACP origin, then RUN_ALREADY_STARTED, and the run keeps its origin", async () => {
     const panel = panelOf('acpx');
     seat(idsOf(panel));
     const contract = goal('alice', 'risk', 'gc-acpx');

@@ -26,6 +26,7 @@ export function decideStartRun(command: StartRun, state: CouncilRunState): Counc
   if (typeof command.seed !== 'string' || command.seed === '') fail('seed', 'must be a non-empty string');
   const goal_contract = parseGoalContract(command.goal_contract, 'goal_contract');
   const panel = parsePanel(command.panel, 'panel');
+  // Here, not in parsePanel: a rule for new runs, so RunRecords validated offline stay valid.
   panel.forEach((m, i) => {
     const word = blindSurfaceWordNamedBy(m.member_id);
     if (word !== undefined)
