@@ -7,6 +7,7 @@ export { PassThroughRpcExceptionFilter } from './lib/rpc-exception.filter';
 export { checkTextLengths, jsonBytes, REPLY_ENVELOPE_BYTES, takeWithinBytes, TEXT_LIMITS } from './lib/reply-budget';
 export { inboxOf, isReplyInbox } from './lib/inbox';
 export { w3cSpanContext, w3cTraceparent } from './lib/trace-context';
+export { newUlid } from './lib/ulid-source';
 export {
   councilTaskStreamConfig,
   ensureCouncilTaskStream,

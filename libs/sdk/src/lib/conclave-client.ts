@@ -1,10 +1,9 @@
 import { parseDecisionEvent, parseProposal } from '@conclave/acp-protocol';
 import type { DecisionEvent, EscalationMetadata, LineageNode, Proposal, ProposalStatus, Resolution } from '@conclave/acp-protocol';
 import { councilRunIdForProposal, DELIBERATION_PAYLOAD_KEY } from '@conclave/council-protocol';
-import { acpStreamNames, acpSubjects, AcpSubjects, ErrorReply, OkReply } from '@conclave/messaging';
+import { acpStreamNames, acpSubjects, AcpSubjects, ErrorReply, newUlid, OkReply } from '@conclave/messaging';
 import { AckPolicy, Authenticator, connect, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import type { Tracer, TracerProvider } from '@opentelemetry/api';
-import { ulid } from 'ulid';
 import { ConclaveError, ConclaveUnavailableError } from './conclave-error';
 import { bindFeed, readConsumer, withJetStreamApiPrefix } from './feeds';
 import { DEFAULT_RATE_LIMIT_WAIT_MS, RequestRetries } from './request-retries';
@@ -262,7 +261,7 @@ export class ConclaveClient {
       type: 'proposal',
       expires_at: null,
       ...input,
-      proposal_id: input.proposal_id ?? ulid(),
+      proposal_id: input.proposal_id ?? newUlid(),
       created_at: input.created_at ?? new Date().toISOString(),
     };
     return (await this.command<{ proposal: Proposal }>('propose', body, { resendUnanswered: true })).proposal;

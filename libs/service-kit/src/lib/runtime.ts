@@ -1,7 +1,6 @@
 import { Provider } from '@nestjs/common';
 import { AcpError, DEFAULT_DECIDER_CONFIG, DeciderConfig, parseEscalationPolicies } from '@conclave/acp-protocol';
-import { randomFillSync } from 'node:crypto';
-import { ulid } from 'ulid';
+import { newUlid } from '@conclave/messaging';
 import { ConfigError } from './config';
 import { CLOCK, DECIDER_CONFIG, IDS, SERVICE_CONFIG } from './tokens';
 import { ServiceConfig } from './service-config';
@@ -17,24 +16,7 @@ export interface IdGenerator {
 
 export const systemClock: Clock = { now: () => new Date() };
 
-/**
- * Cryptographic randomness for ids, drawn from a pooled buffer: the `ulid` package's default
- * source makes one system call per character (40-60 µs an id, measured under load); one refill
- * per 4,096 draws makes an id cost a couple of µs. Still non-monotonic, as derived event ids need.
- */
-function pooledRandom(): () => number {
-  const pool = new Uint32Array(4_096);
-  let next = pool.length;
-  return () => {
-    if (next === pool.length) {
-      randomFillSync(pool);
-      next = 0;
-    }
-    return pool[next++] / 0x1_0000_0000;
-  };
-}
-const random = pooledRandom();
-export const ulidGenerator: IdGenerator = { next: () => ulid(undefined, random) };
+export const ulidGenerator: IdGenerator = { next: newUlid };
 
 /** The pure decider's configuration, from the service configuration, validated at start. */
 export function deciderConfigFrom(config: ServiceConfig): DeciderConfig {
