@@ -51,7 +51,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     CONCLAVE_HUMAN_TOKENS: JSON.stringify({ [ALICE_TOKEN]: 'alice', [BOB_TOKEN]: 'bob' }),
   });
   const prefix = `c${h.prefix}`;
-  const tags = ['s1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9', 's10'];
+  const tags = ['s1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9', 's10', 's11'];
   const members: ScriptedMember[] = [];
   let councilDecisions: CouncilDecisionCollector;
   let decisions: DecisionCollector;
@@ -73,6 +73,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
       { participant_id: 'bob', roles: ['human-resolver'], grants: [grant(['resolve'])] },
       { participant_id: 'carol', grants: [grant(['propose', 'escalate'], 'ops')] },
       { participant_id: 'mallory', grants: [grant(['propose', 'respond'])] },
+      { participant_id: 'dave', grants: [grant(['propose', 'escalate'])] },
       { participant_id: 'agent-ops-1', grants: [grant(['respond'])] },
       { participant_id: 'agent-ops-2', grants: [grant(['respond'])] },
       ...tags.flatMap((t) => [...panelOf(t).proposers, panelOf(t).chair]).map((participant_id) => ({ participant_id })),
@@ -182,6 +183,15 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
       error: { code: 'RUN_NOT_FOUND' },
     });
     expect(await entriesOf(runId)).toEqual([]);
+  });
+
+  it('as an attacker: dave, whose grant in billing an administrator revokes after his run started, asks for its decision in ACP: refused FORBIDDEN at domain, and nothing reaches ACP', async () => {
+    const runId = await run('s11', 'dave', DOMAIN);
+    await h.admin.call(REGISTRY_PATTERNS.revokeGrant, { participant_id: 'dave', domain: DOMAIN });
+    expect(await bridge('dave', { run_id: runId, quorum: 2 })).toMatchObject({ ok: false, error: { code: 'FORBIDDEN', field: 'domain' } });
+    expect(await entriesOf(runId)).toEqual([]);
+    const dave = new CouncilClient(h.nc, prefix, { signer: ed25519Signer('dave', pem('dave')), timeoutMs: 15_000 });
+    expect((await dave.get(runId)).acp_bridge).toBeUndefined();
   });
 
   it('as an attacker posting to ACP in the council service’s name: unsigned, signed by another, or with a forged key, intake refuses', async () => {
