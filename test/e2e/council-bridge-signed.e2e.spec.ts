@@ -186,12 +186,30 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
   });
 
   it('as an attacker: dave, whose grant in billing an administrator revokes after his run started, asks for its decision in ACP: refused FORBIDDEN at domain, and nothing reaches ACP', async () => {
+    // Given dave, granted propose in billing, whose run there started and decided.
     const runId = await run('s11', 'dave', DOMAIN);
+    // When an administrator revokes his grant in billing, then he, correctly signed, asks for the decision in ACP.
     await h.admin.call(REGISTRY_PATTERNS.revokeGrant, { participant_id: 'dave', domain: DOMAIN });
+    const { participant } = await h.admin.call<{ participant: { grants: Record<string, unknown> } }>(REGISTRY_PATTERNS.get, {
+      participant_id: 'dave',
+    });
+    expect(participant.grants[DOMAIN]).toBeUndefined();
+    // Then the bridge refuses him at the domain (the council service itself may post there), and nothing reaches ACP.
     expect(await bridge('dave', { run_id: runId, quorum: 2 })).toMatchObject({ ok: false, error: { code: 'FORBIDDEN', field: 'domain' } });
     expect(await entriesOf(runId)).toEqual([]);
     const dave = new CouncilClient(h.nc, prefix, { signer: ed25519Signer('dave', pem('dave')), timeoutMs: 15_000 });
     expect((await dave.get(runId)).acp_bridge).toBeUndefined();
+    // And the refusal is on the audit chain, once, in his name, authenticated.
+    const refused = await eventually(
+      async () => {
+        const found = await h.auditEntries({ actor: 'dave', action: 'rejected:council.acp.propose' });
+        return found.length > 0 ? found : undefined;
+      },
+      15_000,
+      'the refused post audited',
+    );
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatchObject({ outcome: 'rejected', authenticated: true, error: { code: 'FORBIDDEN', field: 'domain' } });
   });
 
   it('as an attacker posting to ACP in the council service’s name: unsigned, signed by another, or with a forged key, intake refuses', async () => {
