@@ -93,11 +93,11 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     rmSync(keyDir, { recursive: true, force: true });
   });
 
-  /** The refusals audited for an ACP proposal under `action`, once there is at least one. */
-  const auditedRefusals = (proposalId: string, action: string, what: string) =>
+  /** The refusals audited under `filter` (an action, with a proposal or an actor), once there is at least one. */
+  const auditedRefusals = (filter: { action: string; proposal_id?: string; actor?: string }, what: string) =>
     eventually(
       async () => {
-        const found = await h.auditEntries({ proposal_id: proposalId, action });
+        const found = await h.auditEntries(filter);
         return found.length > 0 ? found : undefined;
       },
       15_000,
@@ -200,14 +200,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     const dave = new CouncilClient(h.nc, prefix, { signer: ed25519Signer('dave', pem('dave')), timeoutMs: 15_000 });
     expect((await dave.get(runId)).acp_bridge).toBeUndefined();
     // And the refusal is on the audit chain, once, in his name, authenticated.
-    const refused = await eventually(
-      async () => {
-        const found = await h.auditEntries({ actor: 'dave', action: 'rejected:council.acp.propose' });
-        return found.length > 0 ? found : undefined;
-      },
-      15_000,
-      'the refused post audited',
-    );
+    const refused = await auditedRefusals({ actor: 'dave', action: 'rejected:council.acp.propose' }, 'the refused post audited');
     expect(refused).toHaveLength(1);
     expect(refused[0]).toMatchObject({ outcome: 'rejected', authenticated: true, error: { code: 'FORBIDDEN', field: 'domain' } });
   });
@@ -258,12 +251,8 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     expect(await valueChoiceOf(runA)).toBeUndefined();
     expect((await owners.alice().get(runA)).terminal?.terminal_state).toBe('needs-human-value-choice');
     // The refused choice is on the audit chain, once, in bob's name, authenticated (ACP verified him).
-    const refused = await eventually(
-      async () => {
-        const found = await h.auditEntries({ actor: 'bob', action: 'rejected:council.acp.value-choice' });
-        return found.length > 0 ? found : undefined;
-      },
-      15_000,
+    const refused = await auditedRefusals(
+      { actor: 'bob', action: 'rejected:council.acp.value-choice' },
       'the refused value choice audited',
     );
     expect(refused).toHaveLength(1);
@@ -320,8 +309,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     await expect(owners.alice().get(`acp_${forgedAsk.proposal_id}`)).rejects.toMatchObject({ code: 'RUN_NOT_FOUND' });
     // Mallory's request is on the audit chain as a refusal, once, in her name; alice's is not.
     const refused = await auditedRefusals(
-      forgedAsk.proposal_id,
-      'rejected:council.acp.start-run',
+      { proposal_id: forgedAsk.proposal_id, action: 'rejected:council.acp.start-run' },
       'the refused deliberation request audited',
     );
     expect(refused).toHaveLength(1);
@@ -346,7 +334,10 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
       policy: { stage_timeout_ms: 10_000 },
     });
     expect((await councilDecisions.waitFor(runId)).terminal_state).toBe('decided');
-    const refused = await auditedRefusals(ask.proposal_id, 'rejected:council.acp.bridge', 'the refused post audited');
+    const refused = await auditedRefusals(
+      { proposal_id: ask.proposal_id, action: 'rejected:council.acp.bridge' },
+      'the refused post audited',
+    );
     await eventually(async () => (council().get(AcpReactions).backlog === 0 ? true : undefined), 10_000, 'no reaction left');
     expect(await h.auditEntries({ proposal_id: ask.proposal_id, action: 'rejected:council.acp.bridge' })).toHaveLength(1);
     expect(refused[0]).toMatchObject({
@@ -377,7 +368,10 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
       bridge: { quorum: 1 },
     });
     expect((await councilDecisions.waitFor(runId)).terminal_state).toMatch(/^decided/);
-    const refused = await auditedRefusals(ask.proposal_id, 'rejected:council.acp.bridge', 'the refused post audited');
+    const refused = await auditedRefusals(
+      { proposal_id: ask.proposal_id, action: 'rejected:council.acp.bridge' },
+      'the refused post audited',
+    );
     expect(refused[0]).toMatchObject({
       actor: 'mallory',
       outcome: 'rejected',
