@@ -4,7 +4,7 @@ import { newUlid } from './ulid-source';
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
 describe('newUlid', () => {
-  it('given 10,000 draws across several pool refills, then each is a ULID of this millisecond and none repeats', () => {
+  it('given 10,000 draws across several pool refills, then each is a ULID dated between the first draw and the last, and none repeats', () => {
     const before = Date.now();
     const ids = Array.from({ length: 10_000 }, () => newUlid());
     const after = Date.now();
