@@ -64,13 +64,14 @@ describe('NATS server restart under load: services reconnect and resume, nothing
     };
 
     // A downstream reader, durable, following the decision stream through the outage: a server
-    // that stops and comes back is no deleted stream, and must not end its loop.
+    // that stops and comes back is no deleted stream, and must not end its loop. What the server
+    // had sent it when it stopped comes back after its ack wait (5 s here, 30 s by default).
     const reader = await ConclaveClient.connect({ nc: conn, prefix: svc.prefix, streamSuffix: runNamesOf(svc.env).streamSuffix });
     const stopReading = new AbortController();
     const readEvents = new Set<string>();
     const reading = (async () => {
       try {
-        for await (const d of reader.decisions({ durable: 'restart-reader', from: 'all', signal: stopReading.signal }))
+        for await (const d of reader.decisions({ durable: 'restart-reader', from: 'all', ackWaitMs: 5_000, signal: stopReading.signal }))
           readEvents.add(d.event_id);
         return stopReading.signal.aborted ? 'stopped' : 'ended by itself';
       } catch (err) {

@@ -154,6 +154,8 @@ export interface DecisionsOptions {
    * How long the server waits for a loop body to return before it delivers that event again
    * (default 30 s). A redelivery of an event already read is dropped, so a slow reader still sees
    * each event once and in order; a reader that dies mid-body gets it again after restarting.
+   * A delivery lost in transit (the server restarting mid-pull) also comes back after the ack
+   * wait: after newer events, read then, once.
    */
   ackWaitMs?: number;
 }
@@ -331,7 +333,8 @@ export class ConclaveClient {
   }
 
   /**
-   * Decision events from the JetStream stream, in order, acknowledged after the loop body
+   * Decision events from the JetStream stream, in order (but for a delivery lost in transit: see
+   * `ackWaitMs`), acknowledged after the loop body
    * returns: with a `durable` name a restarted reader resumes where it left off and loses none.
    * Each is validated (`schema_version` "1.0", the 12.6 fields): one this client cannot read ends
    * the iteration with a ConclaveError (UNSUPPORTED_SCHEMA_VERSION, SCHEMA_VIOLATION...) and stays

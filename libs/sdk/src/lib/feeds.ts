@@ -15,6 +15,7 @@ import {
 } from 'nats';
 import type { Tracer } from '@opentelemetry/api';
 import { ConclaveError } from './conclave-error';
+import { ReadOnce } from './read-once';
 import { receiveSpan } from './tracing';
 
 /**
@@ -149,9 +150,14 @@ export async function bindFeed(nc: NatsConnection, stream: string, durable: stri
   return consumer;
 }
 
+/** How many sequences read above the ack floor before the reader asks the server for it again. */
+const ASK_ACK_FLOOR_EVERY = 4_096;
+
 /**
- * Messages of a consumer, in order, parsed and acknowledged after the loop body returns; a
- * redelivery of a message already read (a body slower than the ack wait) is dropped. When the
+ * Messages of a consumer, in stream order, parsed and acknowledged after the loop body returns;
+ * a redelivery of a message already read (a body slower than the ack wait, an acknowledgement
+ * lost) is dropped (ReadOnce). A delivery lost in transit (the server restarting mid-pull) comes
+ * back after the ack wait, after newer messages, and is read then: once, out of order. When the
  * stream or the consumer is deleted under it, the iteration ends with FEED_DELETED: nats.js
  * would wait for them to come back, and a feed's consumer never comes back by itself (a deleted
  * stream takes its consumers with it), so the reader would wait for ever, told nothing. The
@@ -163,6 +169,7 @@ export async function* readConsumer<T>(
   parse: (input: unknown) => T,
   tracer: Tracer,
   signal?: AbortSignal,
+  askAckFloorEvery = ASK_ACK_FLOOR_EVERY,
 ): AsyncGenerator<T> {
   const messages = await consumer.consume({ max_messages: 256 });
   // stop(), not close(): on nats-server 2.9, close() after the loop ended waits forever.
@@ -174,11 +181,15 @@ export async function* readConsumer<T>(
     deleted ??= new FeedError('FEED_DELETED', `${what}: the feed ended`);
     stop();
   });
-  let lastSeq = 0;
+  const once = new ReadOnce();
+  let askFloorAt = askAckFloorEvery;
   try {
     for await (const m of messages) {
-      if (m.seq <= lastSeq) continue;
-      lastSeq = m.seq;
+      if (!once.isNew(m.seq)) {
+        m.ack(); // a copy of what was read: its acknowledgement may be the one lost
+        continue;
+      }
+      once.markRead(m.seq);
       // The reader's loop body runs while the generator is suspended at the yield: the span in
       // the message's trace lasts until the body asks for the next one. (The body runs in its
       // caller's context, not the span's: a generator cannot lend it one.)
@@ -189,6 +200,15 @@ export async function* readConsumer<T>(
         received?.end();
       }
       m.ack();
+      if (once.size >= askFloorAt) {
+        // Not answered (the server away): asked again later; meanwhile the set only holds more.
+        const floor = await consumer.info().then(
+          (i) => i.ack_floor.stream_seq,
+          () => 0,
+        );
+        once.acknowledgedThrough(floor);
+        askFloorAt = once.size + askAckFloorEvery;
+      }
     }
     if (deleted) throw deleted;
   } finally {
