@@ -51,7 +51,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     CONCLAVE_HUMAN_TOKENS: JSON.stringify({ [ALICE_TOKEN]: 'alice', [BOB_TOKEN]: 'bob' }),
   });
   const prefix = `c${h.prefix}`;
-  const tags = ['s1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9', 's10', 's11'];
+  const tags = ['s1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9', 's10', 's11', 's12'];
   const members: ScriptedMember[] = [];
   let councilDecisions: CouncilDecisionCollector;
   let decisions: DecisionCollector;
@@ -74,6 +74,7 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
       { participant_id: 'carol', grants: [grant(['propose', 'escalate'], 'ops')] },
       { participant_id: 'mallory', grants: [grant(['propose', 'respond'])] },
       { participant_id: 'dave', grants: [grant(['propose', 'escalate'])] },
+      { participant_id: 'erin', grants: [grant(['propose', 'escalate'])] },
       { participant_id: 'agent-ops-1', grants: [grant(['respond'])] },
       { participant_id: 'agent-ops-2', grants: [grant(['respond'])] },
       ...tags.flatMap((t) => [...panelOf(t).proposers, panelOf(t).chair]).map((participant_id) => ({ participant_id })),
@@ -201,6 +202,28 @@ describe('council ↔ ACP bridge with authentication required (signed, over NATS
     expect((await dave.get(runId)).acp_bridge).toBeUndefined();
     // And the refusal is on the audit chain, once, in his name, authenticated.
     const refused = await auditedRefusals({ actor: 'dave', action: 'rejected:council.acp.propose' }, 'the refused post audited');
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatchObject({ outcome: 'rejected', authenticated: true, error: { code: 'FORBIDDEN', field: 'domain' } });
+  });
+
+  it('as an attacker: erin, whose run ended on a value choice and whose escalate grant in billing an administrator withdraws (propose kept), asks for its decision in ACP: refused FORBIDDEN at domain, and nothing reaches ACP', async () => {
+    // Given erin, granted propose and escalate in billing, whose run there ended needing a human value choice.
+    const erin = new CouncilClient(h.nc, prefix, { signer: ed25519Signer('erin', pem('erin')), timeoutMs: 15_000 });
+    const runId = await run('s12', 'erin', DOMAIN, valueConflictBehaviour());
+    expect((await erin.get(runId)).terminal?.terminal_state).toBe('needs-human-value-choice');
+    // When an administrator grants her propose only in billing, then she, correctly signed, asks for the decision in ACP
+    // (which would escalate it to a human: that needs escalate).
+    await h.admin.call(REGISTRY_PATTERNS.grant, { participant_id: 'erin', ...grant(['propose']) });
+    const { participant } = await h.admin.call<{ participant: { grants: Record<string, { actions: string[] }> } }>(REGISTRY_PATTERNS.get, {
+      participant_id: 'erin',
+    });
+    expect(participant.grants[DOMAIN].actions).toEqual(['propose']);
+    // Then the bridge refuses her at the domain (the council service itself may escalate there), and nothing reaches ACP.
+    expect(await bridge('erin', { run_id: runId, quorum: 3 })).toMatchObject({ ok: false, error: { code: 'FORBIDDEN', field: 'domain' } });
+    expect(await entriesOf(runId)).toEqual([]);
+    expect((await erin.get(runId)).acp_bridge).toBeUndefined();
+    // And the refusal is on the audit chain, once, in her name, authenticated.
+    const refused = await auditedRefusals({ actor: 'erin', action: 'rejected:council.acp.propose' }, 'the refused post audited');
     expect(refused).toHaveLength(1);
     expect(refused[0]).toMatchObject({ outcome: 'rejected', authenticated: true, error: { code: 'FORBIDDEN', field: 'domain' } });
   });
