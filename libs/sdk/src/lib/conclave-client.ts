@@ -334,8 +334,8 @@ export class ConclaveClient {
 
   /**
    * Decision events from the JetStream stream, in order (but for a delivery lost in transit: see
-   * `ackWaitMs`), acknowledged after the loop body
-   * returns: with a `durable` name a restarted reader resumes where it left off and loses none.
+   * `ackWaitMs`), acknowledged after the loop body returns: with a `durable` name a restarted
+   * reader resumes where it left off and loses none.
    * Each is validated (`schema_version` "1.0", the 12.6 fields): one this client cannot read ends
    * the iteration with a ConclaveError (UNSUPPORTED_SCHEMA_VERSION, SCHEMA_VIOLATION...) and stays
    * unacknowledged, so an upgraded reader still gets it.

@@ -49,15 +49,20 @@ describe('readConsumer: a delivery lost in transit', () => {
       const lost = await consumer.next({ expires: 2_000 });
       expect(lost?.json()).toEqual({ n: 1 }); // delivered, never acknowledged: the reader never had it
 
-      // When a reader follows the consumer until it has them all, and two more ack waits
+      // When a reader follows the consumer until it has read them all and the server holds none
+      // unacknowledged (so no copy of any can come any more)
       const stop = new AbortController();
       const seen: number[] = [];
       const reading = (async () => {
         for await (const e of readConsumer(consumer, (x) => x as { n: number }, tracer, stop.signal, askAckFloorEvery)) seen.push(e.n);
       })();
+      const settled = async () => {
+        if (seen.length < events) return false;
+        const info = await jsm.consumers.info(stream, durable);
+        return info.num_pending === 0 && info.num_ack_pending === 0;
+      };
       const until = Date.now() + 10_000;
-      while (seen.length < events && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-      await new Promise((r) => setTimeout(r, 2_000)); // a duplicate would show in these
+      while (!(await settled()) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
       stop.abort();
       await reading;
 
