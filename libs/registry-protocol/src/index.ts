@@ -22,6 +22,7 @@ export type { Action, ClassificationLevel, RegistryCommandType, RegistryEventTyp
 export { canonicalJson } from '@conclave/acp-protocol';
 export type {
   CancelKeyRotation,
+  ConfirmAdministrator,
   DeactivateParticipant,
   GrantDomain,
   RegisterParticipant,
@@ -32,6 +33,7 @@ export type {
   UpdateParticipant,
 } from './lib/participant.commands';
 export type {
+  AdministratorConfirmed,
   DomainGrantRevoked,
   DomainGranted,
   KeyRevoked,
@@ -56,7 +58,9 @@ export type {
   UnregisteredParticipant,
 } from './lib/participant.state';
 export {
+  administratorLostBy,
   decideCancelKeyRotation,
+  decideConfirmAdministrator,
   decideDeactivateParticipant,
   decideGrantDomain,
   decideRegisterParticipant,
@@ -65,6 +69,7 @@ export {
   decideRevokeKey,
   decideRotateKey,
   decideUpdateParticipant,
+  isActiveAdministrator,
   isPublicKey,
 } from './lib/participant.decider';
 export { activeKeys, authorize, clears, grantFor, hasRole, isClassificationLevel, requireRole } from './lib/authorization';

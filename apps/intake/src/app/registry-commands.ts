@@ -29,10 +29,9 @@ export class RegistryCommands {
     });
   }
 
-  async update(body: unknown, who: Identity) {
+  /** Dropping the administrator role is kept to the registry's rule: one always remains (ParticipantDirectory). */
+  update(body: unknown, who: Identity) {
     const b = this.admin(body, who);
-    const roles = b['roles'];
-    if (Array.isArray(roles) && !roles.includes('administrator')) await this.requireAnotherAdministrator(str(b, 'participant_id'), 'roles');
     return this.run(REGISTRY_COMMAND_TYPES.UpdateParticipant, who, {
       participant_id: str(b, 'participant_id'),
       roles: b['roles'],
@@ -107,9 +106,8 @@ export class RegistryCommands {
     return this.run(REGISTRY_COMMAND_TYPES.RevokeGrant, who, { participant_id: str(b, 'participant_id'), domain: str(b, 'domain') });
   }
 
-  async deactivate(body: unknown, who: Identity) {
+  deactivate(body: unknown, who: Identity) {
     const b = this.admin(body, who);
-    await this.requireAnotherAdministrator(str(b, 'participant_id'), 'participant_id');
     return this.run(REGISTRY_COMMAND_TYPES.DeactivateParticipant, who, {
       participant_id: str(b, 'participant_id'),
       reason: optional(b, 'reason'),
@@ -142,22 +140,6 @@ export class RegistryCommands {
     if (this.directory.list().some((p) => p.participant_id !== participantId && p.keys.some((k) => k.public_key === publicKey))) {
       throw new AcpError('CONFLICT', 'this public key is already registered to another participant', 'public_key');
     }
-  }
-
-  /**
-   * The registry keeps an active administrator: the last one can neither drop the role nor be
-   * deactivated (CONFLICT), since nobody could then register, grant or recover, and the bootstrap
-   * setting only creates an administrator that is not registered yet. Two administrators demoting
-   * each other at the same instant can still both succeed: the list is read, not locked.
-   */
-  private async requireAnotherAdministrator(participantId: string, field: string): Promise<void> {
-    const target = await this.directory.load(participantId);
-    if (target.status !== 'active' || !target.participant.roles.includes('administrator')) return;
-    for (const p of this.directory.list()) {
-      if (p.participant_id === participantId || !p.roles.includes('administrator')) continue;
-      if ((await this.directory.load(p.participant_id)).status === 'active') return;
-    }
-    throw new AcpError('CONFLICT', `${participantId} is the last active administrator: make another administrator first`, field);
   }
 
   private admin(body: unknown, who: Identity): Body {

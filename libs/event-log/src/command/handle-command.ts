@@ -22,13 +22,20 @@ export interface AggregateSource<S, E extends LogEvent> {
   append(stream: string, events: readonly E[], expected: ExpectedVersion): Promise<AppendResult>;
 }
 
-export interface HandleCommandOptions<S> {
+export interface HandleCommandOptions<S, E extends LogEvent = LogEvent> {
   /** Attempts of load → decide → append under contention. Default 8. */
   readonly maxAttempts?: number;
   /** The aggregate the caller has just loaded (to authorize, say): the first attempt decides on it. */
   readonly loaded?: LoadedAggregate<S>;
   /** Told of each conflict that is retried (for a log line or a metric). */
   readonly onConflict?: (stream: string, attempt: number) => void;
+  /**
+   * A guard on other aggregates, run after each decision that appends and before its append (it
+   * may throw to refuse). What it writes elsewhere lies between the load the decision was made on
+   * and the append expecting that load's version, so a change to this stream in between fails the
+   * append and the next attempt decides and guards afresh.
+   */
+  readonly beforeAppend?: (loaded: LoadedAggregate<S>, events: readonly E[]) => Promise<void>;
 }
 
 export interface CommandOutcome<S, E extends LogEvent> {
@@ -66,7 +73,7 @@ export async function handleCommand<S, C, E extends LogEvent>(
   stream: string,
   decider: Pick<Decider<S, C, E>, 'decide' | 'evolve' | 'evolveAll'>,
   command: C,
-  options: HandleCommandOptions<S> = {},
+  options: HandleCommandOptions<S, E> = {},
 ): Promise<CommandOutcome<S, E>> {
   const maxAttempts = options.maxAttempts ?? 8;
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new EventLogConfigError('maxAttempts', 'a positive integer');
@@ -89,6 +96,7 @@ export async function handleCommand<S, C, E extends LogEvent>(
       }
       return { events, state: loaded.state, version: loaded.version, duplicate: false };
     }
+    await options.beforeAppend?.(loaded, events);
     try {
       const appended = await source.append(stream, events, loaded.version);
       let state = loaded.state;

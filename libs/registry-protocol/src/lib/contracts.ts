@@ -29,6 +29,7 @@ export const REGISTRY_COMMAND_TYPES = {
   GrantDomain: 'GrantDomain',
   RevokeGrant: 'RevokeGrant',
   DeactivateParticipant: 'DeactivateParticipant',
+  ConfirmAdministrator: 'ConfirmAdministrator',
 } as const;
 export type RegistryCommandType = (typeof REGISTRY_COMMAND_TYPES)[keyof typeof REGISTRY_COMMAND_TYPES];
 
@@ -42,6 +43,7 @@ export const REGISTRY_EVENT_TYPES = {
   DomainGranted: 'DomainGranted',
   DomainGrantRevoked: 'DomainGrantRevoked',
   ParticipantDeactivated: 'ParticipantDeactivated',
+  AdministratorConfirmed: 'AdministratorConfirmed',
 } as const;
 export type RegistryEventType = (typeof REGISTRY_EVENT_TYPES)[keyof typeof REGISTRY_EVENT_TYPES];
 

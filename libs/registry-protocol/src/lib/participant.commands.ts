@@ -68,6 +68,17 @@ export interface DeactivateParticipant extends CommandMetadata {
   data: { participant_id: string; reason?: string };
 }
 
+/**
+ * Not on the registry API: the registry's own step before a command takes the administrator role
+ * from an active administrator (`confirmed_for`). It records that `participant_id` is an active
+ * administrator at its stream's current version, so that a concurrent removal of that one fails
+ * its version check (see ParticipantDirectory).
+ */
+export interface ConfirmAdministrator extends CommandMetadata {
+  type: typeof REGISTRY_COMMAND_TYPES.ConfirmAdministrator;
+  data: { participant_id: string; confirmed_for: string };
+}
+
 export type RegistryCommand =
   | RegisterParticipant
   | UpdateParticipant
@@ -76,4 +87,5 @@ export type RegistryCommand =
   | RevokeKey
   | GrantDomain
   | RevokeGrant
-  | DeactivateParticipant;
+  | DeactivateParticipant
+  | ConfirmAdministrator;

@@ -1,7 +1,7 @@
 import { AcpError } from '@conclave/acp-protocol';
 import { REGISTRY_COMMAND_TYPES as C, REGISTRY_EVENT_TYPES as E, participantStream } from './contracts';
 import type { RegistryCommand } from './participant.commands';
-import { decideRegistry } from './participant.decider';
+import { administratorLostBy, decideRegistry } from './participant.decider';
 import type { RegistryEvent } from './participant.events';
 import { foldParticipant } from './participant.state';
 import type { ParticipantState } from './participant.state';
@@ -99,6 +99,51 @@ describe('participant registry decider', () => {
       expect.objectContaining({ code: 'CONFLICT' }),
     );
     expect(() => when({ status: 'unregistered' }, { type: C.RevokeKey, data: { participant_id: 'x', key_id: 'k1' } })).toThrow(AcpError);
+  });
+
+  describe('keeping an active administrator', () => {
+    const admin = {
+      type: C.RegisterParticipant,
+      data: { participant_id: 'admin-b', roles: ['administrator' as const], public_key: KEY_2 },
+    };
+    const confirm = (participant_id: string, confirmed_for = 'admin-x') => ({
+      type: C.ConfirmAdministrator,
+      data: { participant_id, confirmed_for },
+    });
+
+    it('given an active administrator, when it is confirmed for another one, then AdministratorConfirmed, and its record is unchanged', () => {
+      const { state: before } = given(admin);
+      const events = when(before, confirm('admin-b'));
+      expect(events.map((e) => [e.type, e.data])).toEqual([
+        [E.AdministratorConfirmed, { participant_id: 'admin-b', confirmed_for: 'admin-x' }],
+      ]);
+      expect(foldParticipant([...given(admin).events, ...events])).toEqual(before);
+    });
+
+    it('given an agent, a deactivated administrator or nobody, when confirmed, then CONFLICT (or SCHEMA_VIOLATION) at participant_id; and never for itself', () => {
+      expect(() => when(given(register).state, confirm('agent-a'))).toThrow(
+        expect.objectContaining({ code: 'CONFLICT', field: 'participant_id' }),
+      );
+      const gone = given(admin, { type: C.DeactivateParticipant, data: { participant_id: 'admin-b' } }).state;
+      expect(() => when(gone, confirm('admin-b'))).toThrow(expect.objectContaining({ code: 'CONFLICT', field: 'participant_id' }));
+      expect(() => when({ status: 'unregistered' }, confirm('nobody'))).toThrow(expect.objectContaining({ field: 'participant_id' }));
+      expect(() => when(given(admin).state, confirm('admin-b', 'admin-b'))).toThrow(
+        expect.objectContaining({ code: 'SCHEMA_VIOLATION', field: 'confirmed_for' }),
+      );
+    });
+
+    it('administratorLostBy names how events take the role from an active administrator, and nothing else', () => {
+      const { state } = given(admin);
+      const lost = (c: Pick<RegistryCommand, 'type' | 'data'>, s: ParticipantState = state) => administratorLostBy(s, when(s, c));
+      expect(lost({ type: C.UpdateParticipant, data: { participant_id: 'admin-b', roles: ['agent'] } })).toBe('roles');
+      expect(lost({ type: C.DeactivateParticipant, data: { participant_id: 'admin-b' } })).toBe('participant_id');
+      expect(lost({ type: C.UpdateParticipant, data: { participant_id: 'admin-b', roles: ['agent', 'administrator'] } })).toBeUndefined();
+      expect(lost({ type: C.UpdateParticipant, data: { participant_id: 'admin-b', display_name: 'B' } })).toBeUndefined();
+      expect(lost({ type: C.RotateKey, data: { participant_id: 'admin-b', public_key: KEY_1 } })).toBeUndefined();
+      expect(lost(confirm('admin-b'))).toBeUndefined();
+      // Not an administrator to begin with: nothing to keep.
+      expect(lost({ type: C.DeactivateParticipant, data: { participant_id: 'agent-a' } }, given(register).state)).toBeUndefined();
+    });
   });
 
   it('a redelivered command yields the same event ids (deterministic)', () => {

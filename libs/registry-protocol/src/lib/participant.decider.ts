@@ -18,6 +18,7 @@ import {
 import type { Action, ClassificationLevel, Role } from './contracts';
 import type {
   CancelKeyRotation,
+  ConfirmAdministrator,
   DeactivateParticipant,
   GrantDomain,
   RegisterParticipant,
@@ -28,7 +29,7 @@ import type {
   UpdateParticipant,
 } from './participant.commands';
 import type { RegistryEvent } from './participant.events';
-import { settleRotation } from './participant.state';
+import { evolveParticipant, settleRotation } from './participant.state';
 import type { ActiveParticipant, ParticipantRecord, ParticipantState } from './participant.state';
 
 /** Ed25519 raw public keys are 32 bytes: 43 base64url characters without padding. */
@@ -254,6 +255,36 @@ export function decideDeactivateParticipant(command: DeactivateParticipant, stat
   ]);
 }
 
+export function decideConfirmAdministrator(command: ConfirmAdministrator, state: ParticipantState): RegistryEvent[] {
+  checkMetadata(command);
+  const d = command.data;
+  if (!isParticipantId(d.confirmed_for) || d.confirmed_for === d.participant_id) {
+    throw new AcpError('SCHEMA_VIOLATION', 'confirmed_for must be another participant id', 'confirmed_for');
+  }
+  if (!isActiveAdministrator(state)) {
+    throw new AcpError('CONFLICT', `participant ${d.participant_id} is not an active administrator`, 'participant_id');
+  }
+  return emit(command, d.participant_id, [
+    { type: REGISTRY_EVENT_TYPES.AdministratorConfirmed, data: { participant_id: d.participant_id, confirmed_for: d.confirmed_for } },
+  ]);
+}
+
+export function isActiveAdministrator(state: ParticipantState): boolean {
+  return state.status === 'active' && state.participant.roles.includes('administrator');
+}
+
+/**
+ * How `events` would take the administrator role from the active administrator `state` is: by
+ * dropping the role (`'roles'`) or by deactivating it (`'participant_id'`); undefined if they
+ * would not. The registry keeps an active administrator, so such events need another confirmed.
+ */
+export function administratorLostBy(state: ParticipantState, events: readonly RegistryEvent[]): 'roles' | 'participant_id' | undefined {
+  if (!isActiveAdministrator(state)) return undefined;
+  const after = events.reduce(evolveParticipant, state);
+  if (isActiveAdministrator(after)) return undefined;
+  return after.status === 'active' ? 'roles' : 'participant_id';
+}
+
 export function decideRegistry(command: RegistryCommand, state: ParticipantState): RegistryEvent[] {
   switch (command.type) {
     case REGISTRY_COMMAND_TYPES.RegisterParticipant:
@@ -272,6 +303,8 @@ export function decideRegistry(command: RegistryCommand, state: ParticipantState
       return decideRevokeGrant(command, state);
     case REGISTRY_COMMAND_TYPES.DeactivateParticipant:
       return decideDeactivateParticipant(command, state);
+    case REGISTRY_COMMAND_TYPES.ConfirmAdministrator:
+      return decideConfirmAdministrator(command, state);
     default: {
       const _exhaustive: never = command;
       throw new AcpError('SCHEMA_VIOLATION', `unknown registry command ${(_exhaustive as { type: string }).type}`);

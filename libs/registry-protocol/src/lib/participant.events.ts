@@ -59,6 +59,12 @@ export type ParticipantDeactivated = RegistryEventEnvelope<
   { participant_id: string; reason: string | null }
 >;
 
+/** `participant_id` was an active administrator when `confirmed_for` lost the role; changes nothing else. */
+export type AdministratorConfirmed = RegistryEventEnvelope<
+  typeof REGISTRY_EVENT_TYPES.AdministratorConfirmed,
+  { participant_id: string; confirmed_for: string }
+>;
+
 export type RegistryEvent =
   | ParticipantRegistered
   | ParticipantUpdated
@@ -68,4 +74,5 @@ export type RegistryEvent =
   | KeyRevoked
   | DomainGranted
   | DomainGrantRevoked
-  | ParticipantDeactivated;
+  | ParticipantDeactivated
+  | AdministratorConfirmed;

@@ -165,6 +165,8 @@ export function evolveParticipant(state: ParticipantState, event: RegistryEvent)
     }
     case REGISTRY_EVENT_TYPES.ParticipantDeactivated:
       return { status: 'deactivated', participant: p, deactivated_at: event.occurred_at };
+    case REGISTRY_EVENT_TYPES.AdministratorConfirmed:
+      return withRecord(state, p);
     default: {
       const _exhaustive: never = event;
       return _exhaustive;

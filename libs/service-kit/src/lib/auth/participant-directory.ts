@@ -8,9 +8,11 @@ import {
   REGISTRY_COMMAND_TYPES,
   RegistryCommand,
   RegistryEvent,
+  administratorLostBy,
   decideRegistry,
   evolveParticipant,
   initialParticipantState,
+  isActiveAdministrator,
   isParticipantId,
   participantStream,
 } from '@conclave/registry-protocol';
@@ -90,7 +92,11 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
     return [...this.all.values()].flatMap((s) => (s.status === 'unregistered' ? [] : [s.participant]));
   }
 
-  /** Decides and appends a registry command; returns the events appended and the new state. */
+  /**
+   * Decides and appends a registry command; returns the events appended and the new state. One
+   * that would take the role from an active administrator is kept to the registry's rule
+   * (keepAnAdministrator) on every attempt.
+   */
   async execute(command: RegistryCommand): Promise<{ events: RegistryEvent[]; state: ParticipantState }> {
     const id = command.data.participant_id;
     if (!isParticipantId(id)) {
@@ -102,12 +108,54 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
     }
     const stream = participantStream(id);
     try {
-      const outcome = await handleCommand(this.cache, stream, this.decider, command, { maxAttempts: MAX_ATTEMPTS });
+      const outcome = await handleCommand(this.cache, stream, this.decider, command, {
+        maxAttempts: MAX_ATTEMPTS,
+        beforeAppend: (loaded, events) => this.keepAnAdministrator(command, loaded.state, events),
+      });
       return { events: [...outcome.events], state: outcome.state };
     } catch (err) {
       if (err instanceof CommandConflictError) throw new AcpError('CONFLICT', `${stream} kept changing; retry the command`);
       throw err;
     }
+  }
+
+  /**
+   * The registry keeps an active administrator: the last one can neither drop the role nor be
+   * deactivated (CONFLICT), since nobody could then register, grant or recover, and the bootstrap
+   * setting only creates an administrator that is not registered yet.
+   *
+   * Before the role is taken from X, another active administrator W is confirmed by an event
+   * appended to W's stream at the version W was read active at (the actor first, then the others
+   * the list follows). X's events are then appended at the version X was read at before that. Two
+   * removals relying on each other cannot both pass: each confirmation changes the stream the
+   * other one's removal expects unchanged, so at least one fails its version check and decides
+   * again on what the log now holds. A chain of removals can never end with the last confirmed
+   * administrator removed, so one always remains, on any number of replicas.
+   */
+  private async keepAnAdministrator(command: RegistryCommand, state: ParticipantState, events: readonly RegistryEvent[]): Promise<void> {
+    const field = administratorLostBy(state, events);
+    if (!field) return;
+    const removed = command.data.participant_id;
+    const others = [...this.all.values()]
+      .flatMap((s) => (isActiveAdministrator(s) && s.status === 'active' ? [s.participant.participant_id] : []))
+      .filter((id) => id !== removed)
+      .sort((a, b) => Number(b === command.actor) - Number(a === command.actor));
+    for (const witness of others) {
+      try {
+        await this.execute({
+          type: REGISTRY_COMMAND_TYPES.ConfirmAdministrator,
+          command_id: this.ids.next(),
+          now: command.now,
+          actor: command.actor,
+          data: { participant_id: witness, confirmed_for: removed },
+        });
+        return;
+      } catch (err) {
+        // No longer an administrator, or its stream kept changing: the next one may do.
+        if (!(err instanceof AcpError)) throw err;
+      }
+    }
+    throw new AcpError('CONFLICT', `${removed} is the last active administrator: make another administrator first`, field);
   }
 
   private follow({ event }: StoredEvent<RegistryEvent>): void {

@@ -1,0 +1,132 @@
+import fc from 'fast-check';
+import { AcpError } from '@conclave/acp-protocol';
+import { InMemoryEventLog, type LogEvent } from '@conclave/event-log';
+import {
+  REGISTRY_COMMAND_TYPES as C,
+  foldParticipant,
+  isActiveAdministrator,
+  participantStream,
+  type RegistryCommand,
+  type RegistryEvent,
+} from '@conclave/registry-protocol';
+import { ulid } from 'ulid';
+import { loadConfig } from '../config';
+import { Readiness } from '../readiness';
+import { Reactors } from '../reactor';
+import { MemorySnapshots } from '../snapshot-store';
+import { AuthenticatedServiceConfig } from './auth-config';
+import { ParticipantDirectory } from './participant-directory';
+
+const NOW = '2026-01-01T00:00:00.000Z';
+const key = (i: number) => `${String.fromCharCode(65 + i)}${'k'.repeat(42)}`;
+const adminId = (i: number) => `admin-${i}`;
+
+/** Replicas of the registry on one log, as intake runs them. */
+async function replicas(count: number, log: InMemoryEventLog<LogEvent>): Promise<ParticipantDirectory[]> {
+  const config = loadConfig(AuthenticatedServiceConfig, { CONCLAVE_AUTH_MODE: 'required' });
+  const directories = Array.from({ length: count }, () => {
+    const readiness = new Readiness();
+    const reactors = new Reactors(log, () => undefined, config, 'test', new MemorySnapshots(), readiness);
+    return new ParticipantDirectory(log, { now: () => new Date(NOW) }, { next: () => ulid() }, config, readiness, reactors);
+  });
+  for (const d of directories) await d.onApplicationBootstrap();
+  return directories;
+}
+
+const command = (type: RegistryCommand['type'], actor: string, data: object) =>
+  ({ type, command_id: ulid(), now: NOW, actor, data }) as RegistryCommand;
+
+/** Every participant as the log holds it (not as any replica's cache or list has it). */
+async function activeAdministrators(log: InMemoryEventLog<LogEvent>, count: number): Promise<string[]> {
+  const ids = Array.from({ length: count }, (_, i) => adminId(i));
+  const states = await Promise.all(
+    ids.map(async (id) => foldParticipant((await log.read(participantStream(id))).events.map((e) => e.event as unknown as RegistryEvent))),
+  );
+  return ids.filter((_, i) => isActiveAdministrator(states[i]));
+}
+
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !check(); i++) await new Promise((r) => setTimeout(r, 2));
+  if (!check()) throw new Error('the replicas never followed the registrations');
+}
+
+/** Given `count` active administrators, followed by every replica. */
+async function givenAdministrators(count: number, replicaCount: number) {
+  const log = new InMemoryEventLog<LogEvent>();
+  const directories = await replicas(replicaCount, log);
+  for (let i = 0; i < count; i++) {
+    await directories[0].execute(
+      command(C.RegisterParticipant, 'bootstrap', { participant_id: adminId(i), roles: ['administrator'], public_key: key(i) }),
+    );
+  }
+  await until(() => directories.every((d) => d.list().length === count));
+  return { log, directories, stop: () => Promise.all(directories.map((d) => d.onApplicationShutdown())) };
+}
+
+type Removal = { via: number; actor: number; target: number; how: 'drop-role' | 'deactivate' };
+
+const removal = (r: Removal) =>
+  r.how === 'drop-role'
+    ? command(C.UpdateParticipant, adminId(r.actor), { participant_id: adminId(r.target), roles: ['agent'] })
+    : command(C.DeactivateParticipant, adminId(r.actor), { participant_id: adminId(r.target), reason: 'race' });
+
+describe('ParticipantDirectory: the registry keeps an active administrator under concurrent removals', () => {
+  it('given two administrators on two replicas, when each removes the other at the same instant, then one remains, and a removal refused is a CONFLICT', async () => {
+    const { log, directories, stop } = await givenAdministrators(2, 2);
+    const results = await Promise.allSettled([
+      directories[0].execute(removal({ via: 0, actor: 0, target: 1, how: 'drop-role' })),
+      directories[1].execute(removal({ via: 1, actor: 1, target: 0, how: 'deactivate' })),
+    ]);
+
+    expect((await activeAdministrators(log, 2)).length).toBe(1);
+    const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []));
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    for (const reason of refused) expect(reason).toMatchObject({ code: 'CONFLICT' });
+    await stop();
+  });
+
+  it('given the only administrator, when it drops its role, then CONFLICT at roles and nothing is appended', async () => {
+    const { log, directories, stop } = await givenAdministrators(1, 1);
+    const before = (await log.read(participantStream(adminId(0)))).version;
+    await expect(directories[0].execute(removal({ via: 0, actor: 0, target: 0, how: 'drop-role' }))).rejects.toMatchObject({
+      code: 'CONFLICT',
+      field: 'roles',
+    });
+    expect((await log.read(participantStream(adminId(0)))).version).toBe(before);
+    await stop();
+  });
+
+  it('for any administrators and any removals among them started together on any replicas, at least one active administrator remains in the log, and every refusal is a CONFLICT', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 2, max: 5 }).chain((count) =>
+          fc.record({
+            count: fc.constant(count),
+            replicaCount: fc.integer({ min: 1, max: 3 }),
+            removals: fc.array(
+              fc.record({
+                via: fc.nat(2),
+                actor: fc.nat(count - 1),
+                target: fc.nat(count - 1),
+                how: fc.constantFrom<Removal['how']>('drop-role', 'deactivate'),
+              }),
+              { minLength: 1, maxLength: 8 },
+            ),
+          }),
+        ),
+        async ({ count, replicaCount, removals }) => {
+          const { log, directories, stop } = await givenAdministrators(count, replicaCount);
+          try {
+            const results = await Promise.allSettled(removals.map((r) => directories[r.via % replicaCount].execute(removal(r))));
+            for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(AcpError);
+            for (const r of results) if (r.status === 'rejected') expect((r.reason as AcpError).code).toBe('CONFLICT');
+            expect((await activeAdministrators(log, count)).length).toBeGreaterThanOrEqual(1);
+          } finally {
+            await stop();
+          }
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+});
