@@ -59,6 +59,29 @@ describe('security: registry invariants across participants (authentication requ
     });
   });
 
+  it('given the only administrator (admin-2, after admin stepped down), when it revokes its own only key (by mistake, or a thief holding it), then CONFLICT at key_id, and the key still administers', async () => {
+    const admin2 = await h.clientFor('admin-2');
+    await expect(
+      admin2.call(REGISTRY_PATTERNS.revokeKey, { participant_id: 'admin-2', key_id: 'k1', reason: 'lock them out' }),
+    ).rejects.toMatchObject({
+      code: 'CONFLICT',
+      field: 'key_id',
+    });
+    const record = (
+      await admin2.call<{ participant: { keys: { key_id: string; status: string }[] } }>(REGISTRY_PATTERNS.get, {
+        participant_id: 'admin-2',
+      })
+    ).participant;
+    expect(record.keys).toEqual([expect.objectContaining({ key_id: 'k1', status: 'active' })]);
+    await expect(
+      admin2.call(REGISTRY_PATTERNS.register, {
+        participant_id: 'still-administered',
+        roles: ['agent'],
+        public_key: generateParticipantKeys().publicKey,
+      }),
+    ).resolves.toBeDefined();
+  });
+
   it("given alice's public key, when mallory rotates her own key to it, or an administrator registers a newcomer with it, then CONFLICT on public_key, and mallory keeps her key", async () => {
     const alicesKey = h.keys.get('alice')!.publicKey;
     const admin = h.clients.get('admin-2') ?? h.admin;

@@ -132,7 +132,7 @@ describe('participant registry decider', () => {
       );
     });
 
-    it('administratorLostBy names how events take the role from an active administrator, and nothing else', () => {
+    it('administratorLostBy names how events leave an active administrator unable to administer (role, deactivation, last key), and nothing else', () => {
       const { state } = given(admin);
       const lost = (c: Pick<RegistryCommand, 'type' | 'data'>, s: ParticipantState = state) => administratorLostBy(s, when(s, c));
       expect(lost({ type: C.UpdateParticipant, data: { participant_id: 'admin-b', roles: ['agent'] } })).toBe('roles');
@@ -141,6 +141,11 @@ describe('participant registry decider', () => {
       expect(lost({ type: C.UpdateParticipant, data: { participant_id: 'admin-b', display_name: 'B' } })).toBeUndefined();
       expect(lost({ type: C.RotateKey, data: { participant_id: 'admin-b', public_key: KEY_1 } })).toBeUndefined();
       expect(lost(confirm('admin-b'))).toBeUndefined();
+      // Its last active key revoked: nobody can sign as it any more.
+      expect(lost({ type: C.RevokeKey, data: { participant_id: 'admin-b', key_id: 'k1' } })).toBe('key_id');
+      const rotated = given(admin, { type: C.RotateKey, data: { participant_id: 'admin-b', public_key: KEY_1 } }).state;
+      expect(lost({ type: C.RevokeKey, data: { participant_id: 'admin-b', key_id: 'k1' } }, rotated)).toBeUndefined();
+      expect(lost({ type: C.RevokeKey, data: { participant_id: 'admin-b', key_id: 'k2' } }, rotated)).toBe('key_id');
       // Not an administrator to begin with: nothing to keep.
       expect(lost({ type: C.DeactivateParticipant, data: { participant_id: 'agent-a' } }, given(register).state)).toBeUndefined();
     });

@@ -269,20 +269,30 @@ export function decideConfirmAdministrator(command: ConfirmAdministrator, state:
   ]);
 }
 
+/** An administrator that can act: active, with the role, and a key that authenticates. */
 export function isActiveAdministrator(state: ParticipantState): boolean {
-  return state.status === 'active' && state.participant.roles.includes('administrator');
+  return (
+    state.status === 'active' &&
+    state.participant.roles.includes('administrator') &&
+    state.participant.keys.some((k) => k.status === 'active')
+  );
 }
 
 /**
- * How `events` would take the administrator role from the active administrator `state` is: by
- * dropping the role (`'roles'`) or by deactivating it (`'participant_id'`); undefined if they
- * would not. The registry keeps an active administrator, so such events need another confirmed.
+ * How `events` would leave the active administrator `state` is unable to administer: by dropping
+ * the role (`'roles'`), by deactivating it (`'participant_id'`) or by revoking its last active key
+ * (`'key_id'`); undefined if they would not. The registry keeps an active administrator, so such
+ * events need another one confirmed.
  */
-export function administratorLostBy(state: ParticipantState, events: readonly RegistryEvent[]): 'roles' | 'participant_id' | undefined {
+export function administratorLostBy(
+  state: ParticipantState,
+  events: readonly RegistryEvent[],
+): 'roles' | 'participant_id' | 'key_id' | undefined {
   if (!isActiveAdministrator(state)) return undefined;
   const after = events.reduce(evolveParticipant, state);
   if (isActiveAdministrator(after)) return undefined;
-  return after.status === 'active' ? 'roles' : 'participant_id';
+  if (after.status !== 'active') return 'participant_id';
+  return after.participant.roles.includes('administrator') ? 'key_id' : 'roles';
 }
 
 export function decideRegistry(command: RegistryCommand, state: ParticipantState): RegistryEvent[] {

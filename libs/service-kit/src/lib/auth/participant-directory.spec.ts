@@ -63,12 +63,14 @@ async function givenAdministrators(count: number, replicaCount: number) {
   return { log, directories, stop: () => Promise.all(directories.map((d) => d.onApplicationShutdown())) };
 }
 
-type Removal = { via: number; actor: number; target: number; how: 'drop-role' | 'deactivate' };
+type Removal = { via: number; actor: number; target: number; how: 'drop-role' | 'deactivate' | 'revoke-key' };
 
-const removal = (r: Removal) =>
-  r.how === 'drop-role'
-    ? command(C.UpdateParticipant, adminId(r.actor), { participant_id: adminId(r.target), roles: ['agent'] })
-    : command(C.DeactivateParticipant, adminId(r.actor), { participant_id: adminId(r.target), reason: 'race' });
+const removal = (r: Removal) => {
+  const target = adminId(r.target);
+  if (r.how === 'drop-role') return command(C.UpdateParticipant, adminId(r.actor), { participant_id: target, roles: ['agent'] });
+  if (r.how === 'deactivate') return command(C.DeactivateParticipant, adminId(r.actor), { participant_id: target, reason: 'race' });
+  return command(C.RevokeKey, adminId(r.actor), { participant_id: target, key_id: 'k1', reason: 'race' });
+};
 
 describe('ParticipantDirectory: the registry keeps an active administrator under concurrent removals', () => {
   it('given two administrators on two replicas, when each removes the other at the same instant, then one remains, and a removal refused is a CONFLICT', async () => {
@@ -96,7 +98,7 @@ describe('ParticipantDirectory: the registry keeps an active administrator under
     await stop();
   });
 
-  it('for any administrators and any removals among them started together on any replicas, at least one active administrator remains in the log, and every refusal is a CONFLICT', async () => {
+  it('for any administrators and any removals among them (role dropped, deactivated, only key revoked) started together on any replicas, at least one active administrator remains in the log, and every refusal is a CONFLICT', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 2, max: 5 }).chain((count) =>
@@ -108,7 +110,7 @@ describe('ParticipantDirectory: the registry keeps an active administrator under
                 via: fc.nat(2),
                 actor: fc.nat(count - 1),
                 target: fc.nat(count - 1),
-                how: fc.constantFrom<Removal['how']>('drop-role', 'deactivate'),
+                how: fc.constantFrom<Removal['how']>('drop-role', 'deactivate', 'revoke-key'),
               }),
               { minLength: 1, maxLength: 8 },
             ),

@@ -94,7 +94,7 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
 
   /**
    * Decides and appends a registry command; returns the events appended and the new state. One
-   * that would take the role from an active administrator is kept to the registry's rule
+   * that would leave an active administrator unable to administer is kept to the registry's rule
    * (keepAnAdministrator) on every attempt.
    */
   async execute(command: RegistryCommand): Promise<{ events: RegistryEvent[]; state: ParticipantState }> {
@@ -120,11 +120,11 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
   }
 
   /**
-   * The registry keeps an active administrator: the last one can neither drop the role nor be
-   * deactivated (CONFLICT), since nobody could then register, grant or recover, and the bootstrap
-   * setting only creates an administrator that is not registered yet.
+   * The registry keeps an active administrator: the last one can neither drop the role, be
+   * deactivated nor lose its last active key (CONFLICT), since nobody could then register, grant
+   * or recover, and the bootstrap setting only creates an administrator that is not registered.
    *
-   * Before the role is taken from X, another active administrator W is confirmed by an event
+   * Before X is left unable to administer, another active administrator W is confirmed by an event
    * appended to W's stream at the version W was read active at (the actor first, then the others
    * the list follows). X's events are then appended at the version X was read at before that. Two
    * removals relying on each other cannot both pass: each confirmation changes the stream the
