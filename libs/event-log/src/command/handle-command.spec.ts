@@ -75,4 +75,25 @@ describe('handleCommand: a guard on other aggregates before the append (beforeAp
     expect(beforeAppend).not.toHaveBeenCalled();
     expect(await logged()).toBe(1);
   });
+
+  it('given an onConflict that returns a pause, when an append fails on the version, then the next attempt waits for it', async () => {
+    const steps: string[] = [];
+    let raced = false;
+    const beforeAppend = async (loaded: LoadedAggregate<Count>) => {
+      steps.push(`guard at n=${loaded.state.n}`);
+      if (!raced) {
+        raced = true;
+        await log.append('counter-a', [{ event_id: 'other', type: 'Added', data: { n: 10 } }], loaded.version);
+      }
+    };
+    const onConflict = async () => {
+      steps.push('pause begins');
+      await new Promise((r) => setTimeout(r, 5));
+      steps.push('pause ends');
+    };
+
+    await handleCommand(cache, 'counter-a', decider, { id: '02', by: 2 }, { beforeAppend, onConflict });
+
+    expect(steps).toEqual(['guard at n=1', 'pause begins', 'pause ends', 'guard at n=11']);
+  });
 });

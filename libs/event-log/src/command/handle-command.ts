@@ -27,8 +27,11 @@ export interface HandleCommandOptions<S, E extends LogEvent = LogEvent> {
   readonly maxAttempts?: number;
   /** The aggregate the caller has just loaded (to authorize, say): the first attempt decides on it. */
   readonly loaded?: LoadedAggregate<S>;
-  /** Told of each conflict that is retried (for a log line or a metric). */
-  readonly onConflict?: (stream: string, attempt: number) => void;
+  /**
+   * Told of each conflict that is retried (for a log line or a metric); the next attempt waits for
+   * a promise it returns (a pause, so that writers who collide again and again fall out of step).
+   */
+  readonly onConflict?: (stream: string, attempt: number) => void | Promise<void>;
   /**
    * A guard on other aggregates, run after each decision that appends and before its append (it
    * may throw to refuse). What it writes elsewhere lies between the load the decision was made on
@@ -106,7 +109,8 @@ export async function handleCommand<S, C, E extends LogEvent>(
     } catch (err) {
       if (!(err instanceof ConcurrencyError)) throw err;
       if (attempt >= maxAttempts) throw new CommandConflictError(stream, attempt, { cause: err });
-      options.onConflict?.(stream, attempt);
+      const pause = options.onConflict?.(stream, attempt);
+      if (pause) await pause;
       loaded = await source.reload(stream);
     }
   }
