@@ -99,7 +99,8 @@ export async function handleCommand<S, C, E extends LogEvent>(
       }
       return { events, state: loaded.state, version: loaded.version, duplicate: false };
     }
-    await options.beforeAppend?.(loaded, events);
+    // Awaited only when given: every other command's append goes on without an extra turn.
+    if (options.beforeAppend) await options.beforeAppend(loaded, events);
     try {
       const appended = await source.append(stream, events, loaded.version);
       let state = loaded.state;
