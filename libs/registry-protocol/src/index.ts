@@ -8,9 +8,7 @@ export {
   AUTH_HEADERS,
   CLASSIFICATION_LEVELS,
   DEFAULT_CLEARANCE,
-  KEY_CLAIM_TYPES,
   PARTICIPANT_STREAM_CATEGORY,
-  PUBLIC_KEY_STREAM_CATEGORY,
   REGISTRY_COMMAND_TYPES,
   REGISTRY_EVENT_SCHEMA_VERSION,
   REGISTRY_EVENT_TYPES,
@@ -18,7 +16,6 @@ export {
   ROLES,
   isParticipantId,
   participantStream,
-  publicKeyStream,
 } from './lib/contracts';
 export type { Action, ClassificationLevel, RegistryCommandType, RegistryEventType, Role } from './lib/contracts';
 // One canonical JSON for payload hashes and audit entries alike (acp-protocol owns it).
@@ -75,8 +72,6 @@ export {
   isActiveAdministrator,
   isPublicKey,
 } from './lib/participant.decider';
-export { decideClaimPublicKey, evolveKeyClaim, initialKeyClaimState, keysAddedBy } from './lib/key-claim';
-export type { ClaimPublicKey, KeyClaimState, PublicKeyClaimed } from './lib/key-claim';
 export { activeKeys, authorize, clears, grantFor, hasRole, isClassificationLevel, requireRole } from './lib/authorization';
 export { SIGNATURE_SCHEME, checkFreshness, isNonce, signingInput } from './lib/signing';
 export type { Freshness, SignedFields } from './lib/signing';

@@ -19,8 +19,6 @@ export const DEFAULT_CLEARANCE: ClassificationLevel = 'internal';
 export const REGISTRY_EVENT_SCHEMA_VERSION = 1;
 
 export const PARTICIPANT_STREAM_CATEGORY = 'participant';
-/** One stream per public key ever registered: who holds it (see key-claim.ts). */
-export const PUBLIC_KEY_STREAM_CATEGORY = 'publickey';
 
 export const REGISTRY_COMMAND_TYPES = {
   RegisterParticipant: 'RegisterParticipant',
@@ -49,9 +47,6 @@ export const REGISTRY_EVENT_TYPES = {
 } as const;
 export type RegistryEventType = (typeof REGISTRY_EVENT_TYPES)[keyof typeof REGISTRY_EVENT_TYPES];
 
-/** The command and event of a `publickey-<key>` stream (key-claim.ts). */
-export const KEY_CLAIM_TYPES = { ClaimPublicKey: 'ClaimPublicKey', PublicKeyClaimed: 'PublicKeyClaimed' } as const;
-
 /**
  * Participant ids on the registry: 1 to 60 characters of letters, digits and `_ - . : @`. The
  * stream name escapes every character but letters and digits (see participantStream), and the
@@ -69,16 +64,10 @@ export function isParticipantId(value: unknown): value is string {
  * and collision-free.
  */
 export function participantStream(participantId: string): string {
-  return `${PARTICIPANT_STREAM_CATEGORY}-${escapeStreamId(participantId)}`;
-}
-
-/** `publickey-<escaped key>`: the claim on one public key (base64url: `-` and `_` escaped). */
-export function publicKeyStream(publicKey: string): string {
-  return `${PUBLIC_KEY_STREAM_CATEGORY}-${escapeStreamId(publicKey)}`;
-}
-
-function escapeStreamId(value: string): string {
-  return [...value].map((c) => (/[A-Za-z0-9]/.test(c) ? c : `_${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+  const escaped = [...participantId]
+    .map((c) => (/[A-Za-z0-9]/.test(c) ? c : `_${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`))
+    .join('');
+  return `${PARTICIPANT_STREAM_CATEGORY}-${escaped}`;
 }
 
 /** Authentication headers of a signed command (docs/security.md). */

@@ -2,28 +2,19 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { AcpError } from '@conclave/acp-protocol';
 import { AggregateCache, CommandConflictError, EventLog, LogEvent, StoredEvent, handleCommand } from '@conclave/event-log';
 import {
-  KEY_CLAIM_TYPES,
   PARTICIPANT_STREAM_CATEGORY,
-  PUBLIC_KEY_STREAM_CATEGORY,
   ParticipantRecord,
   ParticipantState,
   REGISTRY_COMMAND_TYPES,
   RegistryCommand,
   RegistryEvent,
   administratorLostBy,
-  decideClaimPublicKey,
   decideRegistry,
-  evolveKeyClaim,
   evolveParticipant,
-  initialKeyClaimState,
   initialParticipantState,
   isActiveAdministrator,
   isParticipantId,
-  keysAddedBy,
   participantStream,
-  publicKeyStream,
-  type KeyClaimState,
-  type PublicKeyClaimed,
 } from '@conclave/registry-protocol';
 import { Readiness } from '../readiness';
 import { Reactor, Reactors } from '../reactor';
@@ -48,9 +39,6 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
   private readonly all = new Map<string, ParticipantState>();
   private readonly reactor: Reactor<RegistryEvent>;
   private readonly decider = { decide: decideRegistry, evolve: evolveParticipant };
-  /** The `publickey-<key>` claims: read when a key is added (rare), so not followed. */
-  private readonly claims: AggregateCache<KeyClaimState, PublicKeyClaimed>;
-  private readonly claimDecider = { decide: decideClaimPublicKey, evolve: evolveKeyClaim };
   private caughtUp = false;
 
   constructor(
@@ -72,12 +60,6 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
       categories: [PARTICIPANT_STREAM_CATEGORY],
       initial: () => initialParticipantState,
       evolve: evolveParticipant,
-    });
-    this.claims = new AggregateCache<KeyClaimState, PublicKeyClaimed>(log as unknown as EventLog<PublicKeyClaimed>, {
-      categories: [PUBLIC_KEY_STREAM_CATEGORY],
-      initial: () => initialKeyClaimState,
-      evolve: evolveKeyClaim,
-      maxEntries: 256,
     });
   }
 
@@ -111,10 +93,9 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
   }
 
   /**
-   * Decides and appends a registry command; returns the events appended and the new state. On
-   * every attempt, before the append: a key it adds is claimed for the participant (claimKeys),
-   * and one that would leave an active administrator unable to administer is kept to the
-   * registry's rule (keepAnAdministrator).
+   * Decides and appends a registry command; returns the events appended and the new state. One
+   * that would leave an active administrator unable to administer is kept to the registry's rule
+   * (keepAnAdministrator) on every attempt.
    */
   async execute(command: RegistryCommand): Promise<{ events: RegistryEvent[]; state: ParticipantState }> {
     const id = command.data.participant_id;
@@ -131,40 +112,12 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
         maxAttempts: MAX_ATTEMPTS,
         // Two removals confirming each other's targets collide in step; a random pause parts them.
         onConflict: (_stream, attempt) => new Promise((r) => setTimeout(r, Math.random() * 2 ** attempt)),
-        beforeAppend: async (loaded, events) => {
-          await this.claimKeys(command, events);
-          await this.keepAnAdministrator(command, loaded.state, events);
-        },
+        beforeAppend: (loaded, events) => this.keepAnAdministrator(command, loaded.state, events),
       });
       return { events: [...outcome.events], state: outcome.state };
     } catch (err) {
       if (err instanceof CommandConflictError) throw new AcpError('CONFLICT', `${stream} kept changing; retry the command`);
       throw err;
-    }
-  }
-
-  /**
-   * One public key, one participant: each key the events add is claimed in its own stream first
-   * (key-claim.ts), so of participants adding the same key at the same instant only one holds it;
-   * the others are refused CONFLICT at `public_key`, before anything of theirs is appended.
-   */
-  private async claimKeys(command: RegistryCommand, events: readonly RegistryEvent[]): Promise<void> {
-    for (const { participant_id, public_key } of keysAddedBy(events)) {
-      const stream = publicKeyStream(public_key);
-      const claim = {
-        type: KEY_CLAIM_TYPES.ClaimPublicKey,
-        command_id: this.ids.next(),
-        now: command.now,
-        actor: command.actor,
-        data: { public_key, participant_id },
-      };
-      try {
-        await handleCommand(this.claims, stream, this.claimDecider, claim, { maxAttempts: MAX_ATTEMPTS });
-      } catch (err) {
-        if (err instanceof CommandConflictError)
-          throw new AcpError('CONFLICT', 'the claim on this public key kept changing; retry the command', 'public_key');
-        throw err;
-      }
     }
   }
 
@@ -231,11 +184,8 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
       });
       this.logger.log(`registered bootstrap administrator ${admin.participant_id}`);
     } catch (err) {
-      // Another replica registered it first; or its key is another participant's, said here.
+      // Another replica registered it first.
       if (!(err instanceof AcpError && err.code === 'CONFLICT')) throw err;
-      if ((await this.load(admin.participant_id)).status === 'unregistered') {
-        this.logger.error(`bootstrap administrator ${admin.participant_id} not registered: ${err.message}`);
-      }
     }
   }
 }
