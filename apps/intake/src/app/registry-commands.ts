@@ -29,7 +29,10 @@ export class RegistryCommands {
     });
   }
 
-  /** Dropping the administrator role (like deactivating, or revoking a last key) is kept to the registry's rule: one always remains (ParticipantDirectory). */
+  /**
+   * Dropping the administrator role (like deactivating, or revoking a last key) is kept to the
+   * registry's rule: an active administrator always remains (ParticipantDirectory).
+   */
   update(body: unknown, who: Identity) {
     const b = this.admin(body, who);
     return this.run(REGISTRY_COMMAND_TYPES.UpdateParticipant, who, {

@@ -279,7 +279,7 @@ export function isActiveAdministrator(state: ParticipantState): boolean {
 }
 
 /**
- * How `events` would leave the active administrator `state` is unable to administer: by dropping
+ * How `events` would leave the active administrator in `state` unable to administer: by dropping
  * the role (`'roles'`), by deactivating it (`'participant_id'`) or by revoking its last active key
  * (`'key_id'`); undefined if they would not. The registry keeps an active administrator, so such
  * events need another one confirmed.
