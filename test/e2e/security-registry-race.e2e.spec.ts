@@ -5,12 +5,14 @@ import { eventually, SecureConclaveHarness } from '../support/conclave-harness';
 type Record_ = { participant: { status: string; roles: string[] } };
 
 /**
- * The registry keeps an active administrator even when administrators race each other: every
- * administrator of a round takes the role from the next one (dropping it, or deactivating) at the
- * same instant. Each removal either lands or is refused (CONFLICT); the invariant is checked over
- * every participant, from the log, after each round, and the survivors still administer.
+ * The registry's invariants across participants, attacked by racing requests, each checked over
+ * every participant after each round:
+ * - it keeps an active administrator, even when every administrator of a round takes the role
+ *   from the next one (dropping it, or deactivating) at the same instant; each removal lands or is
+ *   refused (CONFLICT), and the survivors still administer;
+ * - one public key, one participant, even when three participants add the same key at once.
  */
-describe('security: administrators removing each other at the same instant (authentication required)', () => {
+describe('security: registry invariants across participants, raced (authentication required)', () => {
   const h = new SecureConclaveHarness();
   const ROUNDS = 8;
   const FRESH_PER_ROUND = 4;
@@ -93,5 +95,39 @@ describe('security: administrators removing each other at the same instant (auth
     await expect(
       last.call(REGISTRY_PATTERNS.register, { participant_id: 'after-the-race', roles: ['agent'], public_key: keys.publicKey }),
     ).resolves.toBeDefined();
+  });
+
+  it('given one fresh public key in each of 10 rounds, when an administrator registers two newcomers with it and mallory rotates her own key to it, all at the same instant, then exactly one of the three holds it and the others get CONFLICT at public_key', async () => {
+    const registrar = await h.clientFor((await activeAdministrators())[0]);
+    const malloryKeys = generateParticipantKeys();
+    h.keys.set('mallory', malloryKeys);
+    await registrar.call(REGISTRY_PATTERNS.register, { participant_id: 'mallory', roles: ['agent'], public_key: malloryKeys.publicKey });
+    const mallory = await h.clientFor('mallory');
+    const holders = async (publicKey: string) => {
+      const ids = [...h.keys.keys()];
+      const records = await Promise.all(
+        ids.map((id) =>
+          registrar
+            .call<{ participant: { keys: { public_key: string }[] } }>(REGISTRY_PATTERNS.get, { participant_id: id })
+            .then((r) => r.participant.keys.some((k) => k.public_key === publicKey))
+            .catch(() => false),
+        ),
+      );
+      return ids.filter((_, i) => records[i]);
+    };
+    for (let round = 1; round <= 10; round++) {
+      const shared = generateParticipantKeys().publicKey;
+      const ids = [`twin-${round}-a`, `twin-${round}-b`];
+      for (const id of ids) h.keys.set(id, generateParticipantKeys());
+      const results = await Promise.allSettled([
+        ...ids.map((id) => registrar.call(REGISTRY_PATTERNS.register, { participant_id: id, roles: ['agent'], public_key: shared })),
+        mallory.call(REGISTRY_PATTERNS.rotateKey, { participant_id: 'mallory', public_key: shared }),
+      ]);
+      const accepted = results.filter((r) => r.status === 'fulfilled').length;
+      for (const r of results) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'CONFLICT', field: 'public_key' });
+      expect({ round, accepted, holders: (await holders(shared)).length }).toEqual({ round, accepted: 1, holders: 1 });
+      // Mallory's own rotation, when it took the key, is pending: cancel it for the next round.
+      await mallory.call(REGISTRY_PATTERNS.cancelRotation, { participant_id: 'mallory' }).catch(() => undefined);
+    }
   });
 });

@@ -71,6 +71,7 @@ export {
   decideUpdateParticipant,
   isActiveAdministrator,
   isPublicKey,
+  keysAddedBy,
 } from './lib/participant.decider';
 export { activeKeys, authorize, clears, grantFor, hasRole, isClassificationLevel, requireRole } from './lib/authorization';
 export { SIGNATURE_SCHEME, checkFreshness, isNonce, signingInput } from './lib/signing';

@@ -135,8 +135,9 @@ export class RegistryCommands {
   /**
    * One public key, one participant: a key another participant holds (active, pending, rotated out
    * or revoked) is refused, so no key ever authenticates as two participants, nor lets one claim
-   * another signed in its name. The registry's list follows the log: a key registered a moment ago
-   * elsewhere may not be seen yet. The other participant is not named.
+   * another signed in its name. The registry's list follows the log a moment behind it; the
+   * directory's reservation of each key added (ParticipantDirectory) covers that moment. The
+   * other participant is not named.
    */
   private requireKeyUnused(publicKey: unknown, participantId: unknown): void {
     if (typeof publicKey !== 'string') return;

@@ -1,7 +1,7 @@
 import { AcpError } from '@conclave/acp-protocol';
 import { REGISTRY_COMMAND_TYPES as C, REGISTRY_EVENT_TYPES as E, participantStream } from './contracts';
 import type { RegistryCommand } from './participant.commands';
-import { administratorLostBy, decideRegistry } from './participant.decider';
+import { administratorLostBy, decideRegistry, keysAddedBy } from './participant.decider';
 import type { RegistryEvent } from './participant.events';
 import { foldParticipant } from './participant.state';
 import type { ParticipantState } from './participant.state';
@@ -149,6 +149,20 @@ describe('participant registry decider', () => {
       // Not an administrator to begin with: nothing to keep.
       expect(lost({ type: C.DeactivateParticipant, data: { participant_id: 'agent-a' } }, given(register).state)).toBeUndefined();
     });
+  });
+
+  it('keysAddedBy names the key of a registration, a rotation and a rotation requested, and nothing for other events', () => {
+    const { events, state } = given(register);
+    expect(keysAddedBy(events)).toEqual([{ participant_id: 'agent-a', public_key: KEY_1 }]);
+    expect(keysAddedBy(when(state, { type: C.RotateKey, data: { participant_id: 'agent-a', public_key: KEY_2 } }))).toEqual([
+      { participant_id: 'agent-a', public_key: KEY_2 },
+    ]);
+    const pending = when(state, {
+      type: C.RotateKey,
+      data: { participant_id: 'agent-a', public_key: KEY_2, effective_at: '2026-01-02T00:00:00Z' },
+    });
+    expect(keysAddedBy(pending)).toEqual([{ participant_id: 'agent-a', public_key: KEY_2 }]);
+    expect(keysAddedBy(when(state, { type: C.RevokeKey, data: { participant_id: 'agent-a', key_id: 'k1' } }))).toEqual([]);
   });
 
   it('a redelivered command yields the same event ids (deterministic)', () => {

@@ -295,6 +295,17 @@ export function administratorLostBy(
   return after.participant.roles.includes('administrator') ? 'key_id' : 'roles';
 }
 
+/** The keys `events` add to a participant: a registration's, a rotation's, a rotation requested. */
+export function keysAddedBy(events: readonly RegistryEvent[]): { participant_id: string; public_key: string }[] {
+  return events.flatMap((e) =>
+    e.type === REGISTRY_EVENT_TYPES.ParticipantRegistered ||
+    e.type === REGISTRY_EVENT_TYPES.KeyRotated ||
+    e.type === REGISTRY_EVENT_TYPES.KeyRotationRequested
+      ? [{ participant_id: e.data.participant_id, public_key: e.data.key.public_key }]
+      : [],
+  );
+}
+
 export function decideRegistry(command: RegistryCommand, state: ParticipantState): RegistryEvent[] {
   switch (command.type) {
     case REGISTRY_COMMAND_TYPES.RegisterParticipant:

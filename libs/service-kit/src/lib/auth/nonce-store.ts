@@ -60,10 +60,34 @@ export class NonceStore implements OnApplicationBootstrap {
       await kv.create(key, new Uint8Array(0));
       return true;
     } catch (err) {
-      const e = err as { api_error?: { err_code?: number }; message?: string };
-      if (e.api_error?.err_code === WRONG_LAST_SEQUENCE || /wrong last sequence|key exists/i.test(e.message ?? '')) return false;
+      if (isKeyExists(err)) return false;
       throw err;
     }
+  }
+
+  /**
+   * Reserves `publicKey` for `holder` until the entry expires (`nonceTtlMs`): true when it was free
+   * or is already the holder's. It settles participants adding one key at the same instant, on any
+   * replicas, while the registry's followed list, which holds every key for good, is a moment
+   * behind the log. A reservation a refused command leaves behind only expires. The `_key.` prefix
+   * is never a nonce's: an escaped participant id has no `_` before a letter past F.
+   */
+  async reserve(publicKey: string, holder: string): Promise<boolean> {
+    const kv = await this.bucket();
+    const key = `_key.${publicKey}`;
+    const value = new TextEncoder().encode(holder);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        await kv.create(key, value);
+        return true;
+      } catch (err) {
+        if (!isKeyExists(err)) throw err;
+      }
+      const entry = await kv.get(key);
+      // Expired or deleted between the two requests: try to create it again.
+      if (entry && entry.operation === 'PUT') return entry.string() === holder;
+    }
+    return false;
   }
 
   private get bucketName(): string {
@@ -86,4 +110,9 @@ export class NonceStore implements OnApplicationBootstrap {
     this.kv.catch(() => (this.kv = undefined));
     return this.kv;
   }
+}
+
+function isKeyExists(err: unknown): boolean {
+  const e = err as { api_error?: { err_code?: number }; message?: string };
+  return e.api_error?.err_code === WRONG_LAST_SEQUENCE || /wrong last sequence|key exists/i.test(e.message ?? '');
 }

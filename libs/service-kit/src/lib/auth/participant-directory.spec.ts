@@ -21,13 +21,28 @@ const NOW = '2026-01-01T00:00:00.000Z';
 const key = (i: number) => `${String.fromCharCode(65 + i)}${'k'.repeat(42)}`;
 const adminId = (i: number) => `admin-${i}`;
 
+/** The reservation bucket's contract (create if absent, or already the holder's), shared by the replicas. */
+class MemoryReservations {
+  private readonly held = new Map<string, string>();
+  async reserve(publicKey: string, holder: string): Promise<boolean> {
+    await Promise.resolve();
+    const current = this.held.get(publicKey);
+    if (current === undefined) this.held.set(publicKey, holder);
+    return (current ?? holder) === holder;
+  }
+}
+
 /** Replicas of the registry on one log, as intake runs them. */
-async function replicas(count: number, log: InMemoryEventLog<LogEvent>): Promise<ParticipantDirectory[]> {
+async function replicas(
+  count: number,
+  log: InMemoryEventLog<LogEvent>,
+  reservations = new MemoryReservations(),
+): Promise<ParticipantDirectory[]> {
   const config = loadConfig(AuthenticatedServiceConfig, { CONCLAVE_AUTH_MODE: 'required' });
   const directories = Array.from({ length: count }, () => {
     const readiness = new Readiness();
     const reactors = new Reactors(log, () => undefined, config, 'test', new MemorySnapshots(), readiness);
-    return new ParticipantDirectory(log, { now: () => new Date(NOW) }, { next: () => ulid() }, config, readiness, reactors);
+    return new ParticipantDirectory(log, { now: () => new Date(NOW) }, { next: () => ulid() }, config, readiness, reactors, reservations);
   });
   for (const d of directories) await d.onApplicationBootstrap();
   return directories;
@@ -72,7 +87,7 @@ const removal = (r: Removal) => {
   return command(C.RevokeKey, adminId(r.actor), { participant_id: target, key_id: 'k1', reason: 'race' });
 };
 
-describe('ParticipantDirectory: the registry keeps an active administrator under concurrent commands', () => {
+describe('ParticipantDirectory: registry invariants across participants under concurrent commands', () => {
   it('given two administrators on two replicas, 20 times, when each removes the other at the same instant, then one always remains, a refusal is a CONFLICT, and the races do not all end with both refused', async () => {
     let landed = 0;
     for (let pair = 0; pair < 20; pair++) {
@@ -131,6 +146,61 @@ describe('ParticipantDirectory: the registry keeps an active administrator under
         },
       ),
       { numRuns: 60 },
+    );
+  });
+
+  it('for any registrations and rotations adding keys from a small pool, started together on any replicas, no key is ever held by two participants in the log, and every refusal is a CONFLICT that appended nothing', async () => {
+    const participant = (i: number) => `agent-${i}`;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 3 }),
+        fc.array(fc.record({ via: fc.nat(2), who: fc.nat(3), key: fc.nat(2), rotate: fc.boolean() }), { minLength: 2, maxLength: 8 }),
+        async (replicaCount, adds) => {
+          const log = new InMemoryEventLog<LogEvent>();
+          const directories = await replicas(replicaCount, log);
+          try {
+            // Agents 0 and 1 exist with keys of their own (k1); agents 2 and 3 are registered by the race, if at all.
+            for (const i of [0, 1]) {
+              await directories[0].execute(
+                command(C.RegisterParticipant, 'admin', { participant_id: participant(i), roles: ['agent'], public_key: key(10 + i) }),
+              );
+            }
+            const results = await Promise.allSettled(
+              adds.map((a) => {
+                const d = directories[a.via % replicaCount];
+                return a.rotate && a.who < 2
+                  ? d.execute(command(C.RotateKey, 'admin', { participant_id: participant(a.who), public_key: key(a.key) }))
+                  : d.execute(
+                      command(C.RegisterParticipant, 'admin', {
+                        participant_id: participant(a.who),
+                        roles: ['agent'],
+                        public_key: key(a.key),
+                      }),
+                    );
+              }),
+            );
+            for (const r of results) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'CONFLICT' });
+            // A refused command appended nothing: the log holds the two seeds and what the accepted ones returned.
+            const accepted = results.flatMap((r) => (r.status === 'fulfilled' ? r.value.events.map((e) => e.event_id) : []));
+            let inLog = 0;
+            for (let i = 0; i < 4; i++) inLog += (await log.read(participantStream(participant(i)))).events.length;
+            expect(inLog).toBe(2 + accepted.length);
+            const holders = new Map<string, Set<string>>();
+            for (let i = 0; i < 4; i++) {
+              const state = foldParticipant(
+                (await log.read(participantStream(participant(i)))).events.map((e) => e.event as unknown as RegistryEvent),
+              );
+              if (state.status === 'unregistered') continue;
+              for (const k of state.participant.keys)
+                holders.set(k.public_key, (holders.get(k.public_key) ?? new Set()).add(participant(i)));
+            }
+            for (const [, who] of holders) expect(who.size).toBe(1);
+          } finally {
+            await Promise.all(directories.map((d) => d.onApplicationShutdown()));
+          }
+        },
+      ),
+      { numRuns: 80 },
     );
   });
 });

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { AcpError } from '@conclave/acp-protocol';
 import { AggregateCache, CommandConflictError, EventLog, LogEvent, StoredEvent, handleCommand } from '@conclave/event-log';
 import {
@@ -14,6 +14,7 @@ import {
   initialParticipantState,
   isActiveAdministrator,
   isParticipantId,
+  keysAddedBy,
   participantStream,
 } from '@conclave/registry-protocol';
 import { Readiness } from '../readiness';
@@ -22,6 +23,10 @@ import type { Clock, IdGenerator } from '../runtime';
 import { ServiceConfig } from '../service-config';
 import { CLOCK, EVENT_LOG, IDS, SERVICE_CONFIG } from '../tokens';
 import { authSettingsOf } from './auth-config';
+import { NonceStore } from './nonce-store';
+
+/** Short-lived reservations of public keys shared by every replica (NonceStore's bucket). */
+export type KeyReservations = Pick<NonceStore, 'reserve'>;
 
 const MAX_ATTEMPTS = 8;
 
@@ -48,6 +53,7 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
     @Inject(SERVICE_CONFIG) private readonly config: ServiceConfig,
     readiness: Readiness,
     reactors: Reactors,
+    @Optional() @Inject(NonceStore) private readonly reservations?: KeyReservations,
   ) {
     readiness.register('participant-registry', () => this.caughtUp && this.cache.following);
     // The list of every participant: a reactor, so a log outage only pauses it.
@@ -93,9 +99,10 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
   }
 
   /**
-   * Decides and appends a registry command; returns the events appended and the new state. One
-   * that would leave an active administrator unable to administer is kept to the registry's rule
-   * (keepAnAdministrator) on every attempt.
+   * Decides and appends a registry command; returns the events appended and the new state. On
+   * every attempt, before the append: a key it adds is reserved for the participant
+   * (reserveKeys), and one that would leave an active administrator unable to administer is kept
+   * to the registry's rule (keepAnAdministrator).
    */
   async execute(command: RegistryCommand): Promise<{ events: RegistryEvent[]; state: ParticipantState }> {
     const id = command.data.participant_id;
@@ -112,12 +119,32 @@ export class ParticipantDirectory implements OnApplicationBootstrap, OnApplicati
         maxAttempts: MAX_ATTEMPTS,
         // Two removals confirming each other's targets collide in step; a random pause parts them.
         onConflict: (_stream, attempt) => new Promise((r) => setTimeout(r, Math.random() * 2 ** attempt)),
-        beforeAppend: (loaded, events) => this.keepAnAdministrator(command, loaded.state, events),
+        beforeAppend: async (loaded, events) => {
+          await this.reserveKeys(events);
+          await this.keepAnAdministrator(command, loaded.state, events);
+        },
       });
       return { events: [...outcome.events], state: outcome.state };
     } catch (err) {
       if (err instanceof CommandConflictError) throw new AcpError('CONFLICT', `${stream} kept changing; retry the command`);
       throw err;
+    }
+  }
+
+  /**
+   * One public key, one participant, when several add the same key at once: intake refuses a key
+   * the followed list shows another participant holding, but the list is a moment behind the log.
+   * Each key added is reserved for its participant in a bucket every replica shares, for longer
+   * than that moment; another participant's reservation is refused CONFLICT at `public_key`,
+   * before anything is appended. Without a shared bucket (authentication off: keys sign nothing)
+   * only the list's check applies.
+   */
+  private async reserveKeys(events: readonly RegistryEvent[]): Promise<void> {
+    if (!this.reservations || this.config.authMode !== 'required') return;
+    for (const { participant_id, public_key } of keysAddedBy(events)) {
+      if (!(await this.reservations.reserve(public_key, participant_id))) {
+        throw new AcpError('CONFLICT', 'this public key is already registered to another participant', 'public_key');
+      }
     }
   }
 
