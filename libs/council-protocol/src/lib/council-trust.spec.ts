@@ -559,6 +559,24 @@ describe('spec 7.1 and 11.2 who may do what to a run', () => {
     expect(byOwner.status === 'terminated' && byOwner.terminal).toMatchObject({ reason: 'human-interrupt' });
   });
 
+  it("given an ended run, when someone without the role interrupts it, declines its frame challenge or revises its GoalContract, then NOT_AUTHORIZED_ROLE, not the run's state; the owner is told it ended", () => {
+    const done = drive(startCommand(), defaultBehaviour());
+    expect(done.state.status).toBe('terminated');
+    const revised = { ...goalContract(), goal_contract_id: 'gc-2' };
+    const commands = (actor: string) => [
+      { type: C.InterruptRun, reason: 'stop', actor, now: done.now },
+      { type: C.DeclineFrameChallenge, frame_check_id: 'fc-1', reason: 'no', actor, now: done.now },
+      { type: C.ReviseGoalContract, goal_contract: revised, actor, now: done.now },
+    ];
+    for (const stranger of ['mallory', 'member-skeptic-01'])
+      for (const command of commands(stranger))
+        expect(() => decide(command as never, done.state)).toThrow(
+          expect.objectContaining({ code: 'NOT_AUTHORIZED_ROLE', field: 'actor' }),
+        );
+    for (const command of commands('human-owner'))
+      expect(() => decide(command as never, done.state)).toThrow(expect.objectContaining({ code: 'INVALID_STATE' }));
+  });
+
   it('given a running run, when a panel member reads it, then NOT_AUTHORIZED_ROLE; the owner and an observer read it without the mapping', () => {
     const st = run(midRun());
     expect(runReaderRole(st, 'member-skeptic-01')).toBe('member');

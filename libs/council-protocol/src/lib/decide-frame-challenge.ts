@@ -1,6 +1,6 @@
 import { DeclineFrameChallenge, ReviseGoalContract } from './commands';
 import { COUNCIL_EVENT_TYPES as E, LEVELS_OF_THREE } from './contracts';
-import { envelope, requireOwnerOrChair, requireRunning } from './decide-support';
+import { envelope, requireOwnerOrChair, requireRunning, requireStarted } from './decide-support';
 import { CouncilError } from './errors';
 import { CouncilEvent } from './events';
 import { artifactsRemainComparable, budgetChanged } from './frame-challenge';
@@ -16,9 +16,10 @@ import { fail } from './validation';
  * the old artifacts remain comparable, and restarts the proposal stage when they do not.
  */
 export function decideReviseGoalContract(command: ReviseGoalContract, state: CouncilRunState): CouncilEvent[] {
+  // The role first: a refusal tells someone who is neither owner nor chair nothing about the run.
+  const who = requireOwnerOrChair(requireStarted(state), command.actor);
   const run = requireRunning(state);
   if (command.event_id !== undefined && run.applied_event_ids[command.event_id]) return [];
-  const who = requireOwnerOrChair(run, command.actor);
   if (run.stage === 'synthesis') throw new CouncilError('INVALID_STATE', 'the GoalContract cannot change while the chair is deciding');
   const revised = parseGoalContract(command.goal_contract, 'goal_contract');
   const previous = run.goal_contract;
@@ -95,9 +96,9 @@ export function decideReviseGoalContract(command: ReviseGoalContract, state: Cou
 }
 
 export function decideDeclineFrameChallenge(command: DeclineFrameChallenge, state: CouncilRunState): CouncilEvent[] {
+  requireOwnerOrChair(requireStarted(state), command.actor);
   const run = requireRunning(state);
   if (command.event_id !== undefined && run.applied_event_ids[command.event_id]) return [];
-  requireOwnerOrChair(run, command.actor);
   if (typeof command.reason !== 'string' || command.reason.trim() === '') fail('reason', 'a declined challenge needs a reason');
   const fc = run.frame_checks.find((f) => f.frame_check.frame_check_id === command.frame_check_id);
   if (!fc) throw new CouncilError('UNKNOWN_REFERENCE', `no frame check ${command.frame_check_id}`, 'frame_check_id');

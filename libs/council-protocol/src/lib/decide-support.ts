@@ -1,7 +1,7 @@
 import { COUNCIL_EVENT_SCHEMA_VERSION } from './contracts';
 import { CouncilError } from './errors';
 import { CouncilEvent, CouncilEventEnvelope, Usage } from './events';
-import { ActiveRun, CouncilRunState, RunData, TaskRecord } from './state';
+import { ActiveRun, CouncilRunState, RunData, StartedRun, TaskRecord } from './state';
 import { num, record } from './validation';
 
 /* What every decider of the run's commands shares: the envelope, the run and task it may act on. */
@@ -28,8 +28,17 @@ export function envelope<T extends CouncilEvent['type'], D>(
 }
 
 export function requireRunning(state: CouncilRunState): ActiveRun {
+  const run = requireStarted(state);
+  if (run.status === 'terminated') throw new CouncilError('INVALID_STATE', `run is terminated (${run.terminal.terminal_state})`);
+  return run;
+}
+
+/**
+ * A run that exists, running or ended. A command that only some roles may send checks the role on
+ * it before `requireRunning`, so a refusal tells someone without the role nothing about the run.
+ */
+export function requireStarted(state: CouncilRunState): StartedRun {
   if (state.status === 'empty') throw new CouncilError('RUN_NOT_FOUND', 'no such run');
-  if (state.status === 'terminated') throw new CouncilError('INVALID_STATE', `run is terminated (${state.terminal.terminal_state})`);
   return state;
 }
 
