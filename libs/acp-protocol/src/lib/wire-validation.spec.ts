@@ -344,6 +344,7 @@ describe('bad input of any shape ends in an AcpError (property, fast-check anyth
     parseResolveRequest,
     parseGetRequest,
     parseListRequest,
+    parseLineageRequest,
     parseProposal,
     parseResponse,
     parseResolution,
