@@ -87,9 +87,11 @@ describe('NATS server restart under load: services reconnect and resume, nothing
       return o;
     });
     await eventually(async () => (finished >= PROPOSALS / 3 ? true : undefined), 60_000, 'a third of the load');
+    const outageFrom = Date.now();
     await nats.stop();
     await new Promise((r) => setTimeout(r, OUTAGE_MS)); // the outage itself, not a wait for a result
     await nats.start();
+    const outageTo = Date.now();
     const outcomes = await load;
 
     // Then (once the system settles, bounded) every accepted proposal is decided and audited
@@ -150,6 +152,15 @@ describe('NATS server restart under load: services reconnect and resume, nothing
     expect(head).toBe(expectedChain);
     expect(violationCounts(report)).toEqual(noViolations());
     expect(alive.filter((a) => a.endsWith(':down'))).toEqual([]);
+    // The deadline check above was put to the test: some deadlines fell while the server was down,
+    // and those proposals expired once it was back.
+    const expired = new Set(run.events.filter((e) => e.event.type === 'ProposalExpired').map((e) => e.id));
+    const expiredDuringOutage = run.events.filter((e) => {
+      if (e.event.type !== 'ProposalSubmitted') return false;
+      const at = Date.parse(String((e.event.data as { expires_at?: unknown }).expires_at));
+      return at >= outageFrom && at <= outageTo && expired.has(e.id);
+    });
+    expect(expiredDuringOutage.length).toBeGreaterThan(0);
 
     // And the reader, still following, has read every decision event on the stream, each once.
     const published = new Set(run.decisions.map((m) => String(m.body['event_id'])));
