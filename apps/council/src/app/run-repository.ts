@@ -27,11 +27,14 @@ const KNOWN_RUNS = 64;
 
 /**
  * The run's stream `council-run-<id>` in the event log: read and fold, append with the expected
- * version. The latest state this process knows of each recent run (the one its own append or read
- * produced) is kept, so loading a run nobody else wrote to since costs one version check instead
- * of reading and folding its whole stream. A load waits for this process's appends to the run
- * that are still in flight, so a reader that saw the appended events first (the run index) finds
- * the state they produced.
+ * version. The state this process last read of each recent run is kept, so loading a run nobody
+ * wrote to since costs one version check instead of reading and folding its whole stream. Only
+ * states read from the log are kept, never one folded from this process's own append: the log can
+ * let an append in on a stale version (a clustered JetStream during a leader election), and the
+ * folded state then lacks the commit that came first while its version is the log's, so a version
+ * check would serve it for good; a read folds both. A load waits for this process's appends to
+ * the run that are still in flight, so a reader that saw the appended events first (the run
+ * index) finds the state they produced.
  */
 @Injectable()
 export class RunRepository {
@@ -52,15 +55,9 @@ export class RunRepository {
     return loaded;
   }
 
-  /**
-   * Appends with the expected version. `after`, the state the events fold the run into (the caller
-   * folded it already), is kept as the run's latest state once the append succeeds.
-   */
-  append(runId: string, events: readonly CouncilEvent[], expected: ExpectedVersion, after?: CouncilRunState): Promise<AppendResult> {
-    const appended = (this.log as EventLog<CouncilEvent>).append(councilRunStream(runId), events, expected).then((result) => {
-      if (after && !result.duplicate) this.remember(runId, { state: after, version: result.version });
-      return result;
-    });
+  /** Appends with the expected version; the next load reads what the log holds after it. */
+  append(runId: string, events: readonly CouncilEvent[], expected: ExpectedVersion): Promise<AppendResult> {
+    const appended = (this.log as EventLog<CouncilEvent>).append(councilRunStream(runId), events, expected);
     const settled = appended.catch(() => undefined);
     this.appending.set(runId, settled);
     void settled.then(() => {
@@ -69,8 +66,8 @@ export class RunRepository {
     return appended;
   }
 
-  /** Keeps a state this process folded (never mutated afterwards) as the run's latest. */
-  remember(runId: string, loaded: LoadedRun): void {
+  /** Keeps a state read from the log (never mutated afterwards) as the run's latest. */
+  private remember(runId: string, loaded: LoadedRun): void {
     const origin = loaded.origin ?? this.known.get(runId)?.origin;
     this.known.delete(runId);
     this.known.set(runId, origin ? { ...loaded, origin } : loaded);
