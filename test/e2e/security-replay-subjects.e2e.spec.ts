@@ -13,18 +13,10 @@ import {
   scriptedPanel,
   ScriptedMember,
 } from '@conclave/sdk/testing';
-import { headers as natsHeaders } from 'nats';
-import { eventually, SecureConclaveHarness } from '../support/conclave-harness';
+import { ApiReply, eventually, SecureConclaveHarness } from '../support/conclave-harness';
 import { CouncilDecisionCollector } from '../support/council-harness';
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
-interface Reply {
-  ok: boolean;
-  error?: { code: string; field?: string; message?: string };
-  [key: string]: unknown;
-}
 
 /** A signed request as it went over the wire: what an eavesdropper captures and sends again. */
 interface Captured {
@@ -46,10 +38,10 @@ interface Row {
   replayed: unknown;
   honest: unknown;
   forged: unknown;
-  first?: Partial<Reply>;
-  own?: Partial<Reply>;
+  first?: Partial<ApiReply>;
+  own?: Partial<ApiReply>;
   /** What the first reply tells (a run id the service chose). */
-  onFirst?: (first: Reply) => void;
+  onFirst?: (first: ApiReply) => void;
 }
 
 /** A run as its owner reads it: what these tests look at. */
@@ -159,21 +151,14 @@ describe('security: captured signed requests replayed, and signed requests forge
   }
 
   /** A raw NATS request with exactly the captured headers, and its bytes unless others are given. */
-  async function send(c: Captured, bytes: Uint8Array = c.bytes): Promise<Reply> {
-    const headers = natsHeaders();
-    for (const [k, v] of Object.entries(c.headers)) headers.set(k, v);
-    const m = await h.nc.request(c.subject, bytes, { timeout: 15_000, headers });
-    return JSON.parse(decoder.decode(m.data)) as Reply;
+  async function send(c: Captured, bytes: Uint8Array = c.bytes): Promise<ApiReply> {
+    return (await h.rawRequest(c.subject, bytes, c.headers)).reply;
   }
 
   /** A request signed by `id` with its own key. */
-  const signed = (id: string, subject: string, body: unknown) => h.signedRequest<Reply>(id, subject, body);
+  const signed = (id: string, subject: string, body: unknown) => h.signedRequest<ApiReply>(id, subject, body);
 
-  /** The last sequence of the event log: it moves with any append, by any service. */
-  async function logHead(): Promise<number> {
-    const jsm = await h.nc.jetstreamManager();
-    return (await jsm.streams.info(h.env['CONCLAVE_EVENT_STREAM'])).state.last_seq;
-  }
+  const logHead = () => h.logHead();
 
   /** The log's last sequence once nothing has been appended for 300 ms (a run's members may still be answering). */
   async function settledHead(): Promise<number> {

@@ -3,18 +3,8 @@ import { acpStreamNames } from '@conclave/messaging';
 import { AUTH_HEADERS, REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { CouncilClient, ed25519Signer, generateParticipantKeys } from '@conclave/sdk';
 import { cleanBehaviour, scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk/testing';
-import { headers as natsHeaders } from 'nats';
-import { SecureConclaveHarness } from '../support/conclave-harness';
+import { ApiReply, SecureConclaveHarness } from '../support/conclave-harness';
 import { CouncilDecisionCollector } from '../support/council-harness';
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
-interface Reply {
-  ok: boolean;
-  error?: { code: string; field?: string; message?: string };
-  [key: string]: unknown;
-}
 
 /**
  * The request/reply subjects that no other security test attacks unauthenticated or as another
@@ -78,26 +68,12 @@ describe('security: every command subject refuses the unauthenticated and the wr
     await h.stop();
   });
 
-  /** A raw NATS request with exactly these headers (none: an anonymous caller). */
-  async function raw(subject: string, body: unknown, hdrs?: Record<string, string>): Promise<{ reply: Reply; text: string }> {
-    let headers;
-    if (hdrs) {
-      headers = natsHeaders();
-      for (const [k, v] of Object.entries(hdrs)) headers.set(k, v);
-    }
-    const m = await h.nc.request(subject, encoder.encode(JSON.stringify(body)), { timeout: 15_000, ...(headers ? { headers } : {}) });
-    const text = decoder.decode(m.data);
-    return { reply: JSON.parse(text) as Reply, text };
-  }
+  const raw = (subject: string, body: unknown, hdrs?: Record<string, string>) => h.rawRequest(subject, body, hdrs);
 
   /** A request signed by `id` with its own key (Ed25519 headers). */
-  const signed = (id: string, subject: string, body: unknown) => h.signedRequest<Reply>(id, subject, body);
+  const signed = (id: string, subject: string, body: unknown) => h.signedRequest<ApiReply>(id, subject, body);
 
-  /** The last sequence of the event log: it moves with any append, by any service. */
-  async function logHead(): Promise<number> {
-    const jsm = await h.nc.jetstreamManager();
-    return (await jsm.streams.info(h.env['CONCLAVE_EVENT_STREAM'])).state.last_seq;
-  }
+  const logHead = () => h.logHead();
 
   /** A participant's record as the administrator reads it (undefined when not registered). */
   async function record(id: string): Promise<Record<string, unknown> | undefined> {

@@ -78,6 +78,28 @@ export class ConclaveHarness {
     return instance;
   }
 
+  /**
+   * A plain JSON request over NATS with exactly these headers (none: an anonymous caller), the
+   * body as given when it is bytes already (a captured request): the reply parsed and as sent.
+   */
+  async rawRequest<R = ApiReply>(subject: string, body: unknown, headers?: Record<string, string>): Promise<{ reply: R; text: string }> {
+    const bytes = body instanceof Uint8Array ? body : new TextEncoder().encode(JSON.stringify(body));
+    let hdrs;
+    if (headers) {
+      hdrs = natsHeaders();
+      for (const [k, v] of Object.entries(headers)) hdrs.set(k, v);
+    }
+    const m = await this.nc.request(subject, bytes, { timeout: 15_000, ...(hdrs ? { headers: hdrs } : {}) });
+    const text = new TextDecoder().decode(m.data);
+    return { reply: JSON.parse(text) as R, text };
+  }
+
+  /** The event log's last sequence: it moves with any append, by any service. */
+  async logHead(): Promise<number> {
+    const jsm = await this.nc.jetstreamManager();
+    return (await jsm.streams.info(this.env['CONCLAVE_EVENT_STREAM'])).state.last_seq;
+  }
+
   /** Stops an instance gracefully (the SIGTERM path). */
   async kill(instance: Instance): Promise<void> {
     await instance.app.close();
@@ -106,6 +128,13 @@ export class ConclaveHarness {
     for (const name of names) await jsm.streams.delete(name).catch(() => undefined);
     await this.nc.drain();
   }
+}
+
+/** A reply of the NATS API as a test reads it: `{ok: true, ...}` or `{ok: false, error}`. */
+export interface ApiReply {
+  ok: boolean;
+  error?: { code: string; field?: string; message?: string };
+  [key: string]: unknown;
 }
 
 /** Resolves when `check` returns a value other than undefined, polling the system, or fails at the deadline. */
@@ -165,11 +194,8 @@ export class SecureConclaveHarness extends ConclaveHarness {
     body: unknown,
   ): Promise<{ reply: R; text: string; hash: string }> {
     const bytes = new TextEncoder().encode(JSON.stringify(body));
-    const headers = natsHeaders();
-    if (id) for (const [k, v] of Object.entries(ed25519Signer(id, this.privateKeyOf(id))(subject, bytes))) headers.set(k, v);
-    const m = await this.nc.request(subject, bytes, { timeout: 15_000, headers });
-    const text = new TextDecoder().decode(m.data);
-    return { reply: JSON.parse(text) as R, text, hash: createHash('sha256').update(bytes).digest('hex') };
+    const headers = id ? ed25519Signer(id, this.privateKeyOf(id))(subject, bytes) : {};
+    return { ...(await this.rawRequest<R>(subject, bytes, headers)), hash: createHash('sha256').update(bytes).digest('hex') };
   }
 
   /** Registers each participant with a fresh key and its grants. */
