@@ -118,8 +118,8 @@ const submitted = (state: CouncilRunState, answer: Answer): CouncilEvent[] =>
 
 /**
  * One member's answer written as a council replica writes it: load the run through its
- * repository, decide on that state, append with its version and the folded state after it (as
- * RunLoop.append does), and on a conflict load again and decide again. `conflicts` counts the
+ * repository, decide on that state, append with its version, and on a conflict load again and
+ * decide again. `conflicts` counts the
  * appends refused because another replica had written first.
  */
 async function answerThrough(repo: RunRepository, answer: Answer, conflicts: { n: number }): Promise<string> {
@@ -134,7 +134,7 @@ async function answerThrough(repo: RunRepository, answer: Answer, conflicts: { n
     }
     if (events.length === 0) return 'nothing';
     try {
-      const result = await repo.append(RUN_ID, events, loaded.version, foldRun(events, loaded.state));
+      const result = await repo.append(RUN_ID, events, loaded.version);
       return result.duplicate ? 'duplicate' : 'appended';
     } catch (err) {
       if (!(err instanceof ConcurrencyError)) throw err;
@@ -298,9 +298,9 @@ describe('RunRepository: answers to one run written at once through several repl
     // When A records the builder's answer, and B's append of the skeptic's answer, decided on the
     // version both read, is let in after it (as in the leader-kill test of docs/event-log.md)
     const fromA = submitted(atA.state, builder);
-    await a.append(RUN_ID, fromA, atA.version, foldRun(fromA, atA.state));
+    await a.append(RUN_ID, fromA, atA.version);
     const fromB = submitted(atB.state, skeptic);
-    await b.append(RUN_ID, fromB, atB.version, foldRun(fromB, atB.state));
+    await b.append(RUN_ID, fromB, atB.version);
     expect(admitting.forks()).toBe(1);
 
     // Then the log holds both answers, and B, loading the run, serves both at the log's version
