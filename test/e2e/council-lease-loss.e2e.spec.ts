@@ -277,14 +277,14 @@ describe('Council replicas: the driver renews its run lease and stops when it lo
     let appendedInLog = false;
     const append = a.repo.append.bind(a.repo);
     // A's append of the next stage's tasks is held; A is cut off from the lease bucket as it starts.
-    jest.spyOn(a.repo, 'append').mockImplementation(async (id, events, expected) => {
-      if (id !== runId || held || !events.some((e) => e.type === 'TaskIssued')) return append(id, events, expected);
+    jest.spyOn(a.repo, 'append').mockImplementation(async (id, events, expected, after) => {
+      if (id !== runId || held || !events.some((e) => e.type === 'TaskIssued')) return append(id, events, expected, after);
       held = true;
       jest.spyOn(a.leases, 'renew').mockImplementation(timesOut);
       jest.spyOn(a.leases, 'acquire').mockImplementation(timesOut);
       await appendGate;
       try {
-        const result = await append(id, events, expected);
+        const result = await append(id, events, expected, after);
         appendedInLog = true;
         return result;
       } finally {

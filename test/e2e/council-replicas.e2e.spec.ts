@@ -250,10 +250,10 @@ describe('Council replicas: one driver per run (lease in JetStream KV)', () => {
     // Every append of this answer on the replica not driving the run meets another writer's commit.
     const repo = c.h.instances.map((i) => i.app.get(RunRepository))[replicas.indexOf(other)];
     const append = repo.append.bind(repo);
-    const conflicts = jest.spyOn(repo, 'append').mockImplementation(async (id, events, expected) => {
+    const conflicts = jest.spyOn(repo, 'append').mockImplementation(async (id, events, expected, after) => {
       if (id === runId && events.some((e) => e.type === E.CandidateSubmitted))
         throw new ConcurrencyError(councilRunStream(runId), expected, 'unknown');
-      return append(id, events, expected);
+      return append(id, events, expected, after);
     });
     try {
       await expect(other.driver.answer(member.memberId, answer)).rejects.toMatchObject({ name: 'AnswerNotRecorded' });

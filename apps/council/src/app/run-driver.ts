@@ -209,7 +209,7 @@ class RunLoop {
       const before = this.state;
       let outcome: Awaited<ReturnType<typeof pipeline>>;
       try {
-        outcome = await pipeline(this.source(), this.runId, withController(this.subjectPrefix, issued), {
+        outcome = await pipeline(this.source(issued), this.runId, withController(this.subjectPrefix, issued), {
           build,
           now: this.now(),
         });
@@ -235,7 +235,7 @@ class RunLoop {
   }
 
   /** The loop's own state as the pipeline's source: decided on as it is, reread on a conflict. */
-  private source(): AggregateSource<CouncilRunState, CouncilEvent> {
+  private source(issued: Issued): AggregateSource<CouncilRunState, CouncilEvent> {
     const stream = councilRunStream(this.runId);
     const current = (): LoadedAggregate<CouncilRunState> => ({ stream, state: this.state, version: this.version, cached: true });
     return {
@@ -245,7 +245,8 @@ class RunLoop {
         return current();
       },
       isCurrent: async (loaded) => (await this.deps.repo.version(this.runId)) === loaded.version,
-      append: (_stream, events, expected) => this.deps.repo.append(this.runId, events, expected),
+      append: (_stream, events, expected) =>
+        this.deps.repo.append(this.runId, events, expected, issued.decided?.events === events ? issued.decided.state : undefined),
     };
   }
 
@@ -295,7 +296,7 @@ class RunLoop {
   private async append(events: CouncilEvent[], folded?: CouncilRunState): Promise<boolean> {
     try {
       const after = folded ?? foldRun(events, this.state);
-      const result = await this.deps.repo.append(this.runId, events, this.version);
+      const result = await this.deps.repo.append(this.runId, events, this.version, after);
       if (result.duplicate) {
         await this.reload();
         return true;

@@ -5,6 +5,7 @@ import { loadConfig, MemorySnapshots, Reactors, Readiness, ServiceConfig } from 
 import type { RunDriver } from './run-driver';
 import { RunIndex } from './run-index';
 import type { RunLeases } from './run-lease';
+import { RunRepository } from './run-repository';
 
 const event = (type: string, runId: string, n: number) =>
   ({
@@ -68,7 +69,13 @@ describe('RunIndex: the runs the council follows', () => {
       resume: jest.fn(async () => undefined),
       drives: () => true,
     } as unknown as RunDriver;
-    const index = new RunIndex(reactors, driver, { leaseMs: 60_000 } as RunLeases, readiness);
+    const index = new RunIndex(
+      reactors,
+      driver,
+      { leaseMs: 60_000 } as RunLeases,
+      readiness,
+      new RunRepository(log as unknown as EventLog),
+    );
     await index.onApplicationBootstrap();
     expect(index.unterminated).toEqual(['r1']);
     expect(driver.resume).toHaveBeenCalledWith('r1');
@@ -99,6 +106,7 @@ describe('RunIndex: the runs the council follows', () => {
         driver,
         { leaseMs: 60_000 } as RunLeases,
         readiness,
+        new RunRepository(log as unknown as EventLog),
       );
       await index.onApplicationBootstrap();
       return index;
@@ -144,7 +152,7 @@ describe('RunIndex: the runs the council follows', () => {
         inFlight--;
       },
     } as unknown as RunDriver;
-    const index = new RunIndex(reactors, driver, { leaseMs: 200 } as RunLeases, readiness);
+    const index = new RunIndex(reactors, driver, { leaseMs: 200 } as RunLeases, readiness, new RunRepository(log as unknown as EventLog));
     await index.onApplicationBootstrap();
     await until(() => sweeps >= 4, 5_000);
     await index.beforeApplicationShutdown();

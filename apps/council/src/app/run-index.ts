@@ -4,6 +4,7 @@ import type { StoredEvent } from '@conclave/event-log';
 import { Reactor, Reactors, Readiness } from '@conclave/service-kit';
 import { RunDriver } from './run-driver';
 import { RunLeases } from './run-lease';
+import { RunRepository } from './run-repository';
 
 /** The category of run streams: `council-run-<id>` is in category `council-run`. */
 export const COUNCIL_RUN_CATEGORY = COUNCIL_RUN_STREAM_PREFIX.slice(0, -1);
@@ -27,6 +28,7 @@ export class RunIndex implements OnApplicationBootstrap, BeforeApplicationShutdo
     private readonly driver: RunDriver,
     private readonly leases: RunLeases,
     readiness: Readiness,
+    private readonly repo: RunRepository,
   ) {
     readiness.register('council-runs', () => this.ready);
     this.reactor = reactors.create<CouncilEvent>({
@@ -88,6 +90,7 @@ export class RunIndex implements OnApplicationBootstrap, BeforeApplicationShutdo
     const runId = event.correlation_id;
     if (event.type === E.RunStarted) this.running.add(runId);
     else if (event.type === E.RunTerminated) this.running.delete(runId);
+    this.repo.observed(runId, event.event_id);
     if (this.ready && stored.endOfCommit) this.driver.observed(runId, event.event_id);
   }
 }

@@ -25,21 +25,32 @@ export interface LoadedRun {
  */
 const KNOWN_RUNS = 64;
 
+/** Events noticed per kept run, the latest: enough to cover the appends in flight when they land. */
+const NOTICED_PER_RUN = 64;
+
+const holds = (state: CouncilRunState, eventId: string) => state.status !== 'empty' && state.applied_event_ids[eventId] === true;
+
 /**
  * The run's stream `council-run-<id>` in the event log: read and fold, append with the expected
- * version. The state this process last read of each recent run is kept, so loading a run nobody
- * wrote to since costs one version check instead of reading and folding its whole stream. Only
- * states read from the log are kept, never one folded from this process's own append: the log can
- * let an append in on a stale version (a clustered JetStream during a leader election), and the
- * folded state then lacks the commit that came first while its version is the log's, so a version
- * check would serve it for good; a read folds both. A load waits for this process's appends to
- * the run that are still in flight, so a reader that saw the appended events first (the run
- * index) finds the state they produced.
+ * version. The latest state this process knows of each recent run (the one its own append or read
+ * produced) is kept, so loading a run nobody else wrote to since costs one version check instead
+ * of reading and folding its whole stream. A load waits for this process's appends to the run
+ * that are still in flight, so a reader that saw the appended events first (the run index) finds
+ * the state they produced.
+ *
+ * The log can let an append in on a stale version (a clustered JetStream during a leader
+ * election): the state folded from it then lacks the commit that came first, at the version the
+ * log returned, and a version check would serve it for good. The run index tells the repository
+ * of every event of the runs (`observed`): a kept state that lacks an event the log holds is
+ * dropped, and an append's folded state is not kept when it lacks one noticed lately; the next
+ * load reads both commits.
  */
 @Injectable()
 export class RunRepository {
   private readonly known = new Map<string, LoadedRun>();
   private readonly appending = new Map<string, Promise<unknown>>();
+  /** The events of each kept run the run index noticed lately, oldest first. */
+  private readonly noticed = new Map<string, string[]>();
 
   constructor(@Inject(EVENT_LOG) private readonly log: EventLog) {}
 
@@ -55,9 +66,20 @@ export class RunRepository {
     return loaded;
   }
 
-  /** Appends with the expected version; the next load reads what the log holds after it. */
-  append(runId: string, events: readonly CouncilEvent[], expected: ExpectedVersion): Promise<AppendResult> {
-    const appended = (this.log as EventLog<CouncilEvent>).append(councilRunStream(runId), events, expected);
+  /**
+   * Appends with the expected version. `after`, the state the events fold the run into (the caller
+   * folded it already), is kept as the run's latest state once the append succeeds.
+   */
+  append(runId: string, events: readonly CouncilEvent[], expected: ExpectedVersion, after?: CouncilRunState): Promise<AppendResult> {
+    const appended = (this.log as EventLog<CouncilEvent>).append(councilRunStream(runId), events, expected).then((result) => {
+      if (after && !result.duplicate) {
+        // An event noticed that the folded state lacks: the log let this append in after it.
+        if ((this.noticed.get(runId) ?? []).every((id) => holds(after, id)))
+          this.remember(runId, { state: after, version: result.version });
+        else this.known.delete(runId);
+      }
+      return result;
+    });
     const settled = appended.catch(() => undefined);
     this.appending.set(runId, settled);
     void settled.then(() => {
@@ -66,8 +88,25 @@ export class RunRepository {
     return appended;
   }
 
-  /** Keeps a state read from the log (never mutated afterwards) as the run's latest. */
-  private remember(runId: string, loaded: LoadedRun): void {
+  /**
+   * An event of the run is in the log (the run index read it): a kept state that lacks it is
+   * dropped. For a later commit that is a read the version check would ask for anyway; for one the
+   * kept state was folded past (an append let in after it), it is the only way to find out.
+   */
+  observed(runId: string, eventId: string): void {
+    const known = this.known.get(runId);
+    const ids = this.noticed.get(runId) ?? [];
+    ids.push(eventId);
+    if (ids.length > NOTICED_PER_RUN) ids.shift();
+    // Kept after the state is dropped: an append decided on that state may still land after it.
+    this.noticed.delete(runId);
+    this.noticed.set(runId, ids);
+    if (this.noticed.size > 2 * KNOWN_RUNS) this.noticed.delete(this.noticed.keys().next().value as string);
+    if (known && !holds(known.state, eventId)) this.known.delete(runId);
+  }
+
+  /** Keeps a state this process folded (never mutated afterwards) as the run's latest. */
+  remember(runId: string, loaded: LoadedRun): void {
     const origin = loaded.origin ?? this.known.get(runId)?.origin;
     this.known.delete(runId);
     this.known.set(runId, origin ? { ...loaded, origin } : loaded);
