@@ -25,7 +25,7 @@ export interface LoadedRun {
  */
 const KNOWN_RUNS = 64;
 
-/** Events noticed per kept run, the latest: enough to cover the appends in flight when they land. */
+/** Events noticed per run, the latest: enough to cover the appends in flight when they land. */
 const NOTICED_PER_RUN = 64;
 
 const holds = (state: CouncilRunState, eventId: string) => state.status !== 'empty' && state.applied_event_ids[eventId] === true;
@@ -49,7 +49,7 @@ const holds = (state: CouncilRunState, eventId: string) => state.status !== 'emp
 export class RunRepository {
   private readonly known = new Map<string, LoadedRun>();
   private readonly appending = new Map<string, Promise<unknown>>();
-  /** The events of each kept run the run index noticed lately, oldest first. */
+  /** The events the run index noticed lately, per run (the latest runs), oldest first. */
   private readonly noticed = new Map<string, string[]>();
 
   constructor(@Inject(EVENT_LOG) private readonly log: EventLog) {}
