@@ -6,6 +6,7 @@ export type { PlainJsonNatsServerOptions } from './lib/plain-json-nats.server';
 export { PassThroughRpcExceptionFilter } from './lib/rpc-exception.filter';
 export { checkTextLengths, jsonBytes, REPLY_ENVELOPE_BYTES, takeWithinBytes, TEXT_LIMITS } from './lib/reply-budget';
 export { inboxOf, isReplyInbox } from './lib/inbox';
+export { readRequestBody } from './lib/request-body';
 export { w3cSpanContext, w3cTraceparent } from './lib/trace-context';
 export { newUlid } from './lib/ulid-source';
 export {

@@ -4,6 +4,7 @@ import { AcpError } from '@conclave/acp-protocol';
 import { MsgHdrs, NatsConnection, Msg, Subscription } from 'nats';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { errorReply } from './reply';
+import { readRequestBody } from './request-body';
 import { isReplyInbox } from './inbox';
 
 /**
@@ -74,8 +75,6 @@ export class PlainJsonNatsServer extends Server implements CustomTransportStrate
   private readonly subscriptions: Subscription[] = [];
   private readonly inFlight = new Set<Promise<void>>();
   protected override readonly logger = new Logger(PlainJsonNatsServer.name);
-  // Fatal: JSON text is UTF-8 (RFC 8259 8.1); bytes that are not must never be stored as U+FFFD.
-  private readonly codec = new TextDecoder('utf-8', { fatal: true });
   private readonly encoder = new TextEncoder();
 
   constructor(private readonly options: PlainJsonNatsServerOptions) {
@@ -182,21 +181,11 @@ export class PlainJsonNatsServer extends Server implements CustomTransportStrate
   }
 
   private async replyFor(pattern: string, msg: Msg): Promise<unknown> {
-    if (msg.data.length > this.options.maxPayloadBytes) {
-      return errorReply(
-        new AcpError('PAYLOAD_TOO_LARGE', `request body is ${msg.data.length} bytes; the limit is ${this.options.maxPayloadBytes}`),
-      );
-    }
-    let body: unknown;
+    let body: Record<string, unknown>;
     try {
-      body = JSON.parse(this.codec.decode(msg.data));
+      body = readRequestBody(msg.data, this.options.maxPayloadBytes);
     } catch (err) {
-      return errorReply(new AcpError('INVALID_JSON', `request body is not JSON: ${(err as Error).message}`));
-    }
-    // Every request body of the API is an object (DESIGN section 5); a handler that reads no field
-    // would otherwise answer `true` or `[]` as if it were one.
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      return errorReply(new AcpError('SCHEMA_VIOLATION', 'request body must be a JSON object'));
+      return errorReply(err as AcpError);
     }
     const handler = this.messageHandlers.get(pattern);
     if (!handler) {
