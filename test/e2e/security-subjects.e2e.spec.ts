@@ -292,6 +292,25 @@ describe('security: every command subject refuses the unauthenticated and the wr
       expect(await framing()).toEqual(before);
     });
 
+    it("given alice's running council, when a panel member signs an answer over the council's request limit, or one whose bytes are not UTF-8, then PAYLOAD_TOO_LARGE (not even parsed) or INVALID_JSON, final, and the run is unchanged; the same member's well-formed answer to an unknown task is refused for the task", async () => {
+      const before = await framing();
+      const member = proposers[0];
+      const subject = council(`v1.answers.${member}`);
+      const send = (bytes: Uint8Array) => h.rawRequest(subject, bytes, ed25519Signer(member, pem(member))(subject, bytes));
+      const limit = Number(h.env['CONCLAVE_COUNCIL_MAX_PAYLOAD_BYTES'] ?? 262_144);
+      const oversized = new TextEncoder().encode(
+        JSON.stringify({ task_id: `${runId}:r1:proposal:${member}`, content: { position: 'x'.repeat(limit) } }),
+      );
+      expect((await send(oversized)).reply).toMatchObject({ ok: false, retry: false, error: { code: 'PAYLOAD_TOO_LARGE' } });
+      const notUtf8 = Uint8Array.from([...new TextEncoder().encode('{"task_id":"'), 0xff, 0xfe, ...new TextEncoder().encode('"}')]);
+      expect((await send(notUtf8)).reply).toMatchObject({ ok: false, retry: false, error: { code: 'INVALID_JSON' } });
+      const unknownTask = new TextEncoder().encode(JSON.stringify({ task_id: `${runId}:no-such-task`, content: {} }));
+      const control = (await send(unknownTask)).reply;
+      expect(control.ok).toBe(false);
+      expect(control.error?.code).not.toMatch(/^(PAYLOAD_TOO_LARGE|INVALID_JSON|UNAUTHENTICATED)$/);
+      expect(await framing()).toEqual(before);
+    });
+
     it("given alice's running council, when mallory (no role in it) declines a frame challenge as herself or declaring alice, or revises the GoalContract declaring alice, then NOT_AUTHORIZED_ROLE or FORBIDDEN naming actor, nothing of the run changes, and the run decides on alice's GoalContract", async () => {
       const before = await framing();
 

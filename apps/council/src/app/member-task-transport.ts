@@ -8,6 +8,7 @@ import {
   publishJsonOnce,
   QUEUE_GROUPS,
   isReplyInbox,
+  readRequestBody,
 } from '@conclave/messaging';
 import { AcpError } from '@conclave/acp-protocol';
 import {
@@ -26,7 +27,6 @@ import { CouncilConfig } from './council.config';
 import { taskTraceContext } from './council-metrics';
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 /** The answers' name in the request metrics, spans and log lines (the member id stays out of the label). */
 const ANSWER_PATTERN = 'v1.answers';
 /** An answer not recorded through no fault of the member (the log unavailable, the replica stopping): send it again. */
@@ -127,14 +127,17 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
    */
   private async onAnswer(msg: Msg, handle: AnswerHandler): Promise<void> {
     const started = performance.now();
+    // Read as every NATS edge reads a request (size first, UTF-8 JSON, an object); a refusal is
+    // answered once the sender is known (audited in its name), an oversized body at once.
     let body: unknown;
+    let unreadable: AcpError | undefined;
     try {
-      body = JSON.parse(decoder.decode(msg.data));
-    } catch {
-      body = undefined;
+      body = readRequestBody(msg.data, this.config.maxPayloadBytes);
+    } catch (err) {
+      unreadable = err as AcpError;
     }
     const observed = { pattern: ANSWER_PATTERN, subject: msg.subject, headers: msg.headers, body };
-    const answer = () => this.verdictOf(msg, body, handle);
+    const answer = () => this.verdictOf(msg, body, unreadable, handle);
     let verdict: MemberVerdict;
     try {
       verdict = this.observer.around ? await this.observer.around(observed, answer) : await answer();
@@ -152,7 +155,9 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
     }
   }
 
-  private async verdictOf(msg: Msg, body: unknown, handle: AnswerHandler): Promise<MemberVerdict> {
+  private async verdictOf(msg: Msg, body: unknown, unreadable: AcpError | undefined, handle: AnswerHandler): Promise<MemberVerdict> {
+    // Not even parsed: nothing of it is worth authenticating or auditing.
+    if (unreadable?.code === 'PAYLOAD_TOO_LARGE') return { ok: false, retry: false, error: unreadable.toJSON() };
     const memberId = msg.subject.split('.').pop() as string;
     const request: CommandRequest = { getSubject: () => msg.subject, getRawBody: () => msg.data, getHeaders: () => msg.headers };
     let identity: Identity | undefined;
@@ -161,7 +166,7 @@ export class MemberTaskTransport implements OnModuleInit, BeforeApplicationShutd
       // signature by that member's key where authentication is required).
       identity = await this.context.authenticate(request, memberId);
       await this.context.actAs(identity, memberId, 'member_id');
-      if (body === undefined) throw new CouncilError('SCHEMA_VIOLATION', 'the answer is not JSON');
+      if (unreadable) throw unreadable;
       return await handle(memberId, body);
     } catch (err) {
       // An answer refused at the edge (not from the member it names) goes to the audit log like
