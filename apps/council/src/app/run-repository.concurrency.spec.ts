@@ -77,8 +77,8 @@ async function startedRun(log: EventLog<CouncilEvent>): Promise<CouncilRunState>
   );
   const started = foldRun(start);
   const issued = controllerEvents(decideNextFolding(started, now, { subjectPrefix: SUBJECT_PREFIX }).actions);
-  await log.append(stream, start, 'no_stream');
-  await log.append(stream, issued, String(start.length - 1));
+  const first = await log.append(stream, start, 'no_stream');
+  await log.append(stream, issued, first.version);
   return foldRun(issued, started);
 }
 
