@@ -163,7 +163,8 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
       this.writing = true;
       const from = this.lastLogPosition ?? 'start';
       step = 'following the rejections';
-      await this.followRejections();
+      await this.followRejections(generation);
+      if (generation !== this.generation) return;
       step = `catching up on the log after ${from}`;
       await this.reactor.start(from);
       if (generation !== this.generation) return;
@@ -186,12 +187,12 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     ++this.generation;
     this.writing = false;
     this.caughtUp = false;
-    await this.reactor.stop();
     const rejections = this.rejectionMessages;
     this.rejectionMessages = undefined;
     this.rejectionsFollowed = false;
     // stop(), not close(): on nats-server 2.9, close() may wait forever, and the lease waits for this.
     rejections?.stop();
+    await this.reactor.stop();
     await this.queue.catch(() => undefined);
     this.logger.log(`audit chain standby at seq ${this.head.seq}`);
   }
@@ -321,7 +322,7 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
    * from its start when the stream was made again); when it ends (a NATS restart, a deleted
    * stream or consumer) it is made again from the same place.
    */
-  private async followRejections(): Promise<void> {
+  private async followRejections(generation = this.generation): Promise<void> {
     const from = await this.rejectionsStart();
     const consumer = await this.js.consumers.get(this.rejections.stream, {
       deliver_policy: DeliverPolicy.StartSequence,
@@ -330,6 +331,8 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     // Ends at once when its stream or consumer goes, instead of following a stream made again
     // from where the old one was: only rejectionsStart may say where a new stream starts.
     const messages = await follow(consumer, { abort_on_missing_resource: true });
+    // Stood down meanwhile: this feed is not the writer's, and no later takeover would stop it.
+    if (generation !== this.generation || !this.writing) return void messages.stop();
     this.rejectionMessages = messages;
     this.rejectionsFollowed = true;
     // A deleted stream or consumer, or a feed gone silent, ends the feed: /readyz says so until it

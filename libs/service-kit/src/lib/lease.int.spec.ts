@@ -79,7 +79,7 @@ describe('KvLease: one holder at a time on JetStream KV, fenced by the revision'
  * One lease in a bucket of its own on a connection of its own, with what it was told (when, and
  * what); `close` stops it and removes the bucket.
  */
-async function soloLease(holder: string, ttlMs = TTL_MS) {
+async function soloLease(holder: string, ttlMs = TTL_MS, standingDownMs = 0) {
   const bucket = `LEASE_TEST_${ulid()}`;
   const nc = await connect({ servers: NATS_URL });
   const events: { at: number; what: string }[] = [];
@@ -88,7 +88,13 @@ async function soloLease(holder: string, ttlMs = TTL_MS) {
     { bucket, key: 'work', holder, ttlMs, replicas: 1 },
     {
       acquired: (token) => void events.push({ at: Date.now(), what: `acquired ${token}` }),
-      lost: (why) => void events.push({ at: Date.now(), what: `lost: ${why}` }),
+      // The holder's work may take a while to stop (a write waiting out its timeout, say).
+      lost: async (why) => {
+        events.push({ at: Date.now(), what: `lost: ${why}` });
+        if (standingDownMs === 0) return;
+        await new Promise((r) => setTimeout(r, standingDownMs));
+        events.push({ at: Date.now(), what: 'stood down' });
+      },
     },
   );
   const said = () => events.map((e) => e.what);
@@ -158,6 +164,36 @@ describe('KvLease: a holder whose renewals get no reply', () => {
       await Promise.all(delayed);
       expect(await lease.holder()).toBeNull();
       expect(events.filter((e) => e.what.startsWith('lost'))).toHaveLength(1);
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('KvLease: taken back while the holder is still standing down', () => {
+  it('given a holder whose renewals time out and whose work takes a while to stop, when the lease could be taken again before that work has stopped, then it is acquired again only after', async () => {
+    const { lease, events, said, kv: leaseKv, close } = await soloLease('slow', TTL_MS, TTL_MS * 2);
+    try {
+      // Given the holder, and its renewals failing after half a lease time
+      await lease.start();
+      const kv = await leaseKv();
+      const update = kv.update.bind(kv);
+      let failing = true;
+      jest
+        .spyOn(kv, 'update')
+        .mockImplementation((key, value, revision) =>
+          failing
+            ? new Promise<number>((_, reject) => setTimeout(() => reject(new Error('TIMEOUT')), TTL_MS / 2))
+            : update(key, value, revision),
+        );
+      // When it gives the lease up by its deadline, and its writes land again at once
+      await until(() => !lease.held, TTL_MS * 2, 'the holder to give the lease up');
+      failing = false;
+      await until(() => said().filter((e) => e.startsWith('acquired')).length === 2, TTL_MS * 6, 'the lease taken back');
+      // Then the work was told to start again only once it had stopped: never two at once
+      expect(said().filter((e) => !e.startsWith('acquired'))).toEqual([expect.stringMatching(/^lost: not renewed/), 'stood down']);
+      expect(said().indexOf('stood down')).toBeLessThan(said().lastIndexOf(said().filter((e) => e.startsWith('acquired'))[1]));
+      expect(events.length).toBe(4);
     } finally {
       await close();
     }

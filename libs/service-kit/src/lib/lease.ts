@@ -75,6 +75,12 @@ export class KvLease {
   private lastFailure: string | undefined;
   /** Why the last renewal failed, if it did (for the reason the lease is given up). */
   private renewFailure: string | undefined;
+  /**
+   * The holder's work stopping after the last loss. The lease is not taken again before it has
+   * stopped: a loss by the deadline comes between two steps, and a step taking the lease back
+   * at once would start the work while its last run still winds down, two at a time.
+   */
+  private losing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -108,7 +114,7 @@ export class KvLease {
     clearTimeout(this.deadline);
     await this.tick;
     const revision = this.revision;
-    if (revision === undefined) return;
+    if (revision === undefined) return this.losing;
     await this.lose('stopping');
     const kv = await this.bucket().catch(() => undefined);
     await kv?.delete(this.options.key, { previousSeq: revision }).catch((err: unknown) => {
@@ -134,6 +140,7 @@ export class KvLease {
   private async step(): Promise<void> {
     try {
       if (this.revision === undefined) {
+        await this.losing;
         const taken = await this.tryAcquire();
         if (taken && !this.running) {
           // Stopped while taking it: give it back, or a standby waits a lease time for nothing.
@@ -225,13 +232,22 @@ export class KvLease {
 
   private acquiredAt: string | undefined;
 
-  private async lose(reason: string): Promise<void> {
-    if (this.revision === undefined) return;
+  private lose(reason: string): Promise<void> {
+    if (this.revision === undefined) return this.losing;
     clearTimeout(this.deadline);
     this.revision = undefined;
     this.acquiredAt = undefined;
     this.logger.warn(`lost by ${this.options.holder}: ${reason}`);
-    await this.events.lost(reason);
+    // Told at once, in this same turn: the work must stop before anything else runs.
+    let stopped: Promise<void>;
+    try {
+      stopped = Promise.resolve(this.events.lost(reason));
+    } catch (err) {
+      stopped = Promise.reject(err as Error);
+    }
+    // A holder that failed to stop is reported by the caller; the lease may still be taken again.
+    this.losing = stopped.catch(() => undefined);
+    return stopped;
   }
 
   private value(at: number, acquiredAt?: string): Uint8Array {
