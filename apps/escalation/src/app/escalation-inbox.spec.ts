@@ -1,4 +1,5 @@
 import {
+  AcpError,
   AdvanceEscalationLadder,
   decide,
   evolveProposal,
@@ -8,7 +9,9 @@ import {
   ProposalState,
   RouteEscalation,
 } from '@conclave/acp-protocol';
-import { applyToInbox, emptyInbox } from './escalation-inbox';
+import type { Identity, ProposalReadPolicy, ProposalStore } from '@conclave/service-kit';
+import { applyToInbox, emptyInbox, type EscalationInbox, inboxEntryOf } from './escalation-inbox';
+import { EscalationQueries } from './escalation-queries';
 
 // Deterministic ids and times (ULIDs whose random parts are far apart, so derived event ids never collide).
 const B32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
@@ -152,5 +155,48 @@ describe('the escalation inbox is a projection of the proposal streams', () => {
   it('a replay of the recorded log (as stored JSON) rebuilds the same inbox', () => {
     const events = history([...base, route, advance]);
     expect(fold(JSON.parse(JSON.stringify(events)))).toEqual(fold(events));
+  });
+});
+
+/**
+ * `get` answers for the log as it stands. A second replica's inbox (a reactor) may not have read
+ * an escalation yet, or its resolution: the human who follows a link to it is shown it all the same.
+ */
+describe('EscalationQueries.get: the escalation as the log has it, however far the inbox has read', () => {
+  const reader = { participant_id: 'human:bob' } as unknown as Identity;
+  const policy = { requireDomain: () => undefined, render: async () => ({ responses: [] }) } as unknown as ProposalReadPolicy;
+  /** A replica whose log holds `events` and whose inbox has read only the first `read` of them. */
+  const replica = (events: ProposalEvent[], read: number) => {
+    const state = events.reduce(evolveProposal, initialProposalState);
+    const store = { load: async () => ({ state, version: String(events.length) }), read: async () => events } as unknown as ProposalStore;
+    const lagging = fold(events.slice(0, read));
+    const inbox = { get: (id: string) => lagging.entries.get(id), list: () => [...lagging.entries.values()] } as unknown as EscalationInbox;
+    return new EscalationQueries(inbox, store, policy);
+  };
+  const refusal = (queries: EscalationQueries) =>
+    queries.get(P1, reader).then(
+      () => undefined,
+      (e: unknown) => (e instanceof AcpError ? e.code : e),
+    );
+
+  it('given an escalation its inbox has not read yet, when a human gets it, then it is shown open, bound to its escalation event', async () => {
+    const events = history([submit(), escalate('why')]);
+    const detail = await replica(events, 1).get(P1, reader);
+    expect(detail.escalation).toMatchObject({ status: 'open', escalation_id: events[1].event_id, escalation: { reason: 'manual' } });
+    expect(detail.binding.escalation_id).toBe(events[1].event_id);
+  });
+
+  it('given a resolution its inbox has not read yet, when a human gets it, then it is shown resolved, as a replica that has read it shows it', async () => {
+    const events = history([submit(), escalate('why'), resolveEscalation('rejected', { resolved_by: 'human:bob' })]);
+    const lagging = await replica(events, 2).get(P1, reader);
+    const current = await replica(events, events.length).get(P1, reader);
+    expect(lagging.escalation).toMatchObject({ status: 'resolved', resolution: { outcome: 'rejected', resolved_by: 'human:bob' } });
+    expect(lagging).toEqual(current);
+    expect(inboxEntryOf(events)).toEqual(fold(events).entries.get(P1));
+  });
+
+  it('given a proposal never escalated, when a human gets it, then NOT_ESCALATED; given no proposal, then PROPOSAL_NOT_FOUND', async () => {
+    expect(await refusal(replica(history([submit()]), 1))).toBe('NOT_ESCALATED');
+    expect(await refusal(replica([], 0))).toBe('PROPOSAL_NOT_FOUND');
   });
 });

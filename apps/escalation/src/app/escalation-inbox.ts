@@ -123,6 +123,17 @@ export function applyToInbox(inbox: InboxState, event: ProposalEvent): InboxEntr
   return entry;
 }
 
+/**
+ * One proposal's inbox entry folded from its own stream, as `applyToInbox` folds the whole log:
+ * what the log says now, however far the inbox's reactor has read.
+ */
+export function inboxEntryOf(proposalEvents: readonly ProposalEvent[]): InboxEntry | undefined {
+  const inbox = emptyInbox();
+  let entry: InboxEntry | undefined;
+  for (const e of proposalEvents) entry = applyToInbox(inbox, e) ?? entry;
+  return entry;
+}
+
 export interface InboxFilter {
   status?: InboxStatus | 'all';
   domain?: string;

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AcpError, isDomain, isUlid } from '@conclave/acp-protocol';
 import { takeWithinBytes } from '@conclave/messaging';
 import { Identity, ProposalForReader, ProposalReadPolicy, ProposalStore } from '@conclave/service-kit';
-import { EscalationInbox, InboxEntry, InboxFilter } from './escalation-inbox';
+import { EscalationInbox, InboxEntry, InboxFilter, inboxEntryOf } from './escalation-inbox';
 import { payloadHash } from './payload-hash';
 
 const STATUSES = ['open', 'resolved', 'expired', 'all'] as const;
@@ -93,12 +93,18 @@ export class EscalationQueries {
     return { page: { escalations: fitted.items, next_cursor: end < all.length ? String(end) : null }, omitted };
   }
 
+  /**
+   * One escalation as the log has it now, not as this replica's inbox has read it so far: a human
+   * following a link to an escalation just made, answered by a replica whose inbox lags, is shown
+   * it, never NOT_ESCALATED. So the entry is folded from the proposal's own stream, read after the
+   * proposal itself (at least as new).
+   */
   async get(proposalId: unknown, reader: Identity): Promise<EscalationDetail> {
     if (!isUlid(proposalId)) throw new AcpError('INVALID_ID', 'proposal_id must be a ULID', 'proposal_id');
-    const escalation = this.inbox.get(proposalId);
     const { state } = await this.store.load(proposalId);
     if (state.status === 'initial') throw new AcpError('PROPOSAL_NOT_FOUND', `proposal ${proposalId} does not exist`, 'proposal_id');
     this.policy.requireDomain(reader, state.proposal.domain);
+    const escalation = inboxEntryOf(await this.store.read(proposalId));
     if (!escalation) throw new AcpError('NOT_ESCALATED', `proposal ${proposalId} has not been escalated`, 'proposal_id');
     const proposal = await this.policy.render(state, reader);
     return {

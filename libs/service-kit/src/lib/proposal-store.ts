@@ -101,6 +101,12 @@ export class ProposalStore implements OnApplicationBootstrap, OnApplicationShutd
     return this.cache.load(proposalStream(proposalId), { freshness }).catch(rethrowInfrastructure);
   }
 
+  /** The proposal's events as the log has them now, in order: for a read model folded per proposal. */
+  async read(proposalId: string): Promise<ProposalEvent[]> {
+    const read = await this.log.read(proposalStream(proposalId)).catch(rethrowInfrastructure);
+    return read.exists ? read.events.map((e) => e.event as ProposalEvent) : [];
+  }
+
   /**
    * Decides and appends; returns what was appended (nothing when the decider had nothing to do).
    * A caller that has just loaded the proposal passes it, and the first attempt decides on it.
