@@ -50,9 +50,10 @@ function losingFirstSubscription(log: InMemoryEventLog<CouncilEvent>): EventLog<
   }) as EventLog<CouncilEvent>;
 }
 
-describe('RunIndex: the runs the council follows', () => {
+// Both ways a log may store an append: each event a commit (EventStoreDB), the append one commit (JetStream).
+describe.each(['event', 'append'] as const)('RunIndex: the runs the council follows (commits per %s)', (commits) => {
   it('given its subscription lost to a log outage, then it resumes after the last event and sees every later run start and end, once', async () => {
-    const log = new InMemoryEventLog<CouncilEvent>();
+    const log = new InMemoryEventLog<CouncilEvent>({ commits });
     await log.append('council-run-r1', [event('RunStarted', 'r1', 1)], 'no_stream');
     const readiness = new Readiness();
     const reactors = new Reactors(
@@ -95,7 +96,7 @@ describe('RunIndex: the runs the council follows', () => {
   });
 
   it('given a snapshot saved at shutdown, when a new index starts, then it reads only the later events and keeps the same unterminated runs', async () => {
-    const log = new InMemoryEventLog<CouncilEvent>();
+    const log = new InMemoryEventLog<CouncilEvent>({ commits });
     const snapshots = new MemorySnapshots();
     const config = loadConfig(ServiceConfig, {});
     const driver = { observed: () => undefined, resume: async () => undefined, drives: () => true } as unknown as RunDriver;
@@ -127,7 +128,7 @@ describe('RunIndex: the runs the council follows', () => {
     await second.beforeApplicationShutdown();
   });
   it('given takeover sweeps slower than their period (a lease bucket answering slowly), then no sweep starts before the last one finished', async () => {
-    const log = new InMemoryEventLog<CouncilEvent>();
+    const log = new InMemoryEventLog<CouncilEvent>({ commits });
     const readiness = new Readiness();
     const reactors = new Reactors(
       log as unknown as EventLog,

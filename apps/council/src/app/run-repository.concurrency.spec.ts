@@ -250,94 +250,98 @@ const applied = (state: CouncilRunState) => (state.status === 'empty' ? [] : Obj
 const plans = fc.array(fc.tuple(fc.nat(2), fc.nat(2), fc.nat(3)), { minLength: 3, maxLength: 12 });
 const latencies = fc.array(fc.nat(2), { minLength: 1, maxLength: 16 });
 
-describe('RunRepository: answers to one run written at once through several replicas', () => {
-  it('given bursts of answers through 2 or 3 replicas over a log with latency, then each answer is in the log once, none is refused, and every replica serves the fold of the log', async () => {
-    let conflicts = 0;
-    await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 2, max: 3 }), plans, latencies, async (replicas, plan, delays) => {
-        // Given a run whose three proposal tasks are open, known to every replica
-        const base = new InMemoryEventLog<CouncilEvent>();
-        // When the answers come in at once, through any replica, some of them twice
-        const burst = await runBurst(withLatency(base, delays), base, replicas, plan);
-        const { repos, outcomes, read, sent } = burst;
-        conflicts += burst.conflicts;
-        // Then each answer sent is in the log exactly once, and none was refused
-        const results = read.events.filter((e) => e.event.type === 'CandidateSubmitted').map((e) => e.event.event_id);
-        expect(new Set(results).size).toBe(results.length);
-        expect(results.length).toBe(sent.size);
-        expect(outcomes.filter((o) => !['appended', 'duplicate', 'nothing'].includes(o))).toEqual([]);
-        // And every replica serves exactly what the log folds to, at the log's version
-        const folded = foldRun(read.events.map((e) => e.event));
-        for (const repo of repos) {
-          const loaded = await repo.load(RUN_ID);
-          expect(loaded.version).toBe(read.version);
-          expect(loaded.state).toEqual(folded);
-        }
-      }),
-      { numRuns: 60 },
-    );
-    // The replicas really raced: some appends were refused because another replica wrote first.
-    expect(conflicts).toBeGreaterThan(0);
-  }, 60_000);
-
-  it('given bursts of answers on a log that sometimes lets an append in on a stale version, then every replica, once its run index has caught up, serves the fold of the log', async () => {
-    let forks = 0;
-    await fc.assert(
-      fc.asyncProperty(
-        fc.integer({ min: 2, max: 3 }),
-        plans,
-        latencies,
-        fc.array(fc.boolean(), { minLength: 16, maxLength: 16 }),
-        async (replicas, plan, delays, stale) => {
-          // Given a run whose three proposal tasks are open, on a log that admits some appends whatever they expect
-          const base = new InMemoryEventLog<CouncilEvent>();
-          const admitting = admittingStale(base, stale);
-          // When the answers come in at once, through any replica
-          const { repos, read } = await runBurst(withLatency(admitting.log, delays), base, replicas, plan);
-          forks += admitting.forks();
-          // Then no replica serves a state that left out a commit the log holds
+// Both ways a log may store an append: each event a commit (EventStoreDB), the append one commit (JetStream).
+describe.each(['event', 'append'] as const)(
+  'RunRepository: answers to one run written at once through several replicas (commits per %s)',
+  (commits) => {
+    it('given bursts of answers through 2 or 3 replicas over a log with latency, then each answer is in the log once, none is refused, and every replica serves the fold of the log', async () => {
+      let conflicts = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 2, max: 3 }), plans, latencies, async (replicas, plan, delays) => {
+          // Given a run whose three proposal tasks are open, known to every replica
+          const base = new InMemoryEventLog<CouncilEvent>({ commits });
+          // When the answers come in at once, through any replica, some of them twice
+          const burst = await runBurst(withLatency(base, delays), base, replicas, plan);
+          const { repos, outcomes, read, sent } = burst;
+          conflicts += burst.conflicts;
+          // Then each answer sent is in the log exactly once, and none was refused
+          const results = read.events.filter((e) => e.event.type === 'CandidateSubmitted').map((e) => e.event.event_id);
+          expect(new Set(results).size).toBe(results.length);
+          expect(results.length).toBe(sent.size);
+          expect(outcomes.filter((o) => !['appended', 'duplicate', 'nothing'].includes(o))).toEqual([]);
+          // And every replica serves exactly what the log folds to, at the log's version
           const folded = foldRun(read.events.map((e) => e.event));
           for (const repo of repos) {
             const loaded = await repo.load(RUN_ID);
             expect(loaded.version).toBe(read.version);
-            expect(applied(loaded.state)).toEqual(applied(folded));
             expect(loaded.state).toEqual(folded);
           }
-        },
-      ),
-      { numRuns: 60 },
-    );
-    // The property met forks (appends let in on a stale version), not only clean runs.
-    expect(forks).toBeGreaterThan(0);
-  }, 60_000);
+        }),
+        { numRuns: 60 },
+      );
+      // The replicas really raced: some appends were refused because another replica wrote first.
+      expect(conflicts).toBeGreaterThan(0);
+    }, 60_000);
 
-  it('given two replicas at the same version, when one appends an answer and the log lets the other in on the version both read, then the second replica, once its run index has told it of the first answer, serves both', async () => {
-    // Given a run with three open proposal tasks, read by replicas A and B
-    const base = new InMemoryEventLog<CouncilEvent>();
-    const [builder, skeptic] = answersOf(await startedRun(base));
-    const admitting = admittingStale(base, [false, true]);
-    const a = new RunRepository(admitting.log as EventLog);
-    const b = new RunRepository(admitting.log as EventLog);
-    const indexes = [runIndexOf(base, a, [0]), runIndexOf(base, b, [0])];
-    const atA = await a.load(RUN_ID);
-    const atB = await b.load(RUN_ID);
-    expect(atB.version).toBe(atA.version);
+    it('given bursts of answers on a log that sometimes lets an append in on a stale version, then every replica, once its run index has caught up, serves the fold of the log', async () => {
+      let forks = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 2, max: 3 }),
+          plans,
+          latencies,
+          fc.array(fc.boolean(), { minLength: 16, maxLength: 16 }),
+          async (replicas, plan, delays, stale) => {
+            // Given a run whose three proposal tasks are open, on a log that admits some appends whatever they expect
+            const base = new InMemoryEventLog<CouncilEvent>({ commits });
+            const admitting = admittingStale(base, stale);
+            // When the answers come in at once, through any replica
+            const { repos, read } = await runBurst(withLatency(admitting.log, delays), base, replicas, plan);
+            forks += admitting.forks();
+            // Then no replica serves a state that left out a commit the log holds
+            const folded = foldRun(read.events.map((e) => e.event));
+            for (const repo of repos) {
+              const loaded = await repo.load(RUN_ID);
+              expect(loaded.version).toBe(read.version);
+              expect(applied(loaded.state)).toEqual(applied(folded));
+              expect(loaded.state).toEqual(folded);
+            }
+          },
+        ),
+        { numRuns: 60 },
+      );
+      // The property met forks (appends let in on a stale version), not only clean runs.
+      expect(forks).toBeGreaterThan(0);
+    }, 60_000);
 
-    // When A records the builder's answer, and B's append of the skeptic's answer, decided on the
-    // version both read, is let in after it (as in the leader-kill test of docs/event-log.md)
-    const fromA = submitted(atA.state, builder);
-    await a.append(RUN_ID, fromA, atA.version, foldRun(fromA, atA.state));
-    const fromB = submitted(atB.state, skeptic);
-    await b.append(RUN_ID, fromB, atB.version, foldRun(fromB, atB.state));
-    expect(admitting.forks()).toBe(1);
-    await Promise.all(indexes.map((x) => x.settled()));
+    it('given two replicas at the same version, when one appends an answer and the log lets the other in on the version both read, then the second replica, once its run index has told it of the first answer, serves both', async () => {
+      // Given a run with three open proposal tasks, read by replicas A and B
+      const base = new InMemoryEventLog<CouncilEvent>({ commits });
+      const [builder, skeptic] = answersOf(await startedRun(base));
+      const admitting = admittingStale(base, [false, true]);
+      const a = new RunRepository(admitting.log as EventLog);
+      const b = new RunRepository(admitting.log as EventLog);
+      const indexes = [runIndexOf(base, a, [0]), runIndexOf(base, b, [0])];
+      const atA = await a.load(RUN_ID);
+      const atB = await b.load(RUN_ID);
+      expect(atB.version).toBe(atA.version);
 
-    // Then the log holds both answers, and B, loading the run, serves both at the log's version
-    const read = await base.read(stream);
-    expect(read.events.map((e) => e.event.event_id)).toEqual(expect.arrayContaining([fromA[0].event_id, fromB[0].event_id]));
-    const loaded = await b.load(RUN_ID);
-    expect(loaded.version).toBe(read.version);
-    expect(applied(loaded.state)).toContain(fromA[0].event_id);
-    expect(loaded.state).toEqual(foldRun(read.events.map((e) => e.event)));
-  });
-});
+      // When A records the builder's answer, and B's append of the skeptic's answer, decided on the
+      // version both read, is let in after it (as in the leader-kill test of docs/event-log.md)
+      const fromA = submitted(atA.state, builder);
+      await a.append(RUN_ID, fromA, atA.version, foldRun(fromA, atA.state));
+      const fromB = submitted(atB.state, skeptic);
+      await b.append(RUN_ID, fromB, atB.version, foldRun(fromB, atB.state));
+      expect(admitting.forks()).toBe(1);
+      await Promise.all(indexes.map((x) => x.settled()));
+
+      // Then the log holds both answers, and B, loading the run, serves both at the log's version
+      const read = await base.read(stream);
+      expect(read.events.map((e) => e.event.event_id)).toEqual(expect.arrayContaining([fromA[0].event_id, fromB[0].event_id]));
+      const loaded = await b.load(RUN_ID);
+      expect(loaded.version).toBe(read.version);
+      expect(applied(loaded.state)).toContain(fromA[0].event_id);
+      expect(loaded.state).toEqual(foldRun(read.events.map((e) => e.event)));
+    });
+  },
+);

@@ -19,6 +19,13 @@ import type {
 export interface InMemoryEventLogOptions {
   /** Largest encoded append (JSON, all events) in bytes; mirrors the real adapters' limit. Default 1 MiB. */
   readonly maxAppendBytes?: number;
+  /**
+   * What one append becomes. `'event'` (the default): each event a commit of its own, with a
+   * version of its own, as on EventStoreDB. `'append'`: the append is one commit, as on
+   * JetStream (one message): its events share one version and one `previous`, and only the last
+   * is `endOfCommit`. Readers that fold commits are tested on both.
+   */
+  readonly commits?: 'event' | 'append';
 }
 
 interface StreamState<E extends LogEvent> {
@@ -33,6 +40,7 @@ interface StreamState<E extends LogEvent> {
  */
 export class InMemoryEventLog<E extends LogEvent = LogEvent> implements EventLog<E> {
   readonly maxAppendBytes: number;
+  private readonly commitPerAppend: boolean;
   private readonly all: StoredEvent<E>[] = [];
   private readonly streams = new Map<string, StreamState<E>>();
   private wake: Deferred<void> = deferred();
@@ -40,6 +48,7 @@ export class InMemoryEventLog<E extends LogEvent = LogEvent> implements EventLog
 
   constructor(options: InMemoryEventLogOptions = {}) {
     this.maxAppendBytes = options.maxAppendBytes ?? 1024 * 1024;
+    this.commitPerAppend = options.commits === 'append';
     if (!Number.isInteger(this.maxAppendBytes) || this.maxAppendBytes <= 0) {
       throw new EventLogConfigError('maxAppendBytes', 'a positive integer');
     }
@@ -68,17 +77,19 @@ export class InMemoryEventLog<E extends LogEvent = LogEvent> implements EventLog
 
     const s: StreamState<E> = state ?? { events: [], commits: new Map() };
     const version = String(s.events.length - 1 + events.length);
-    for (const event of events) {
+    const before = s.events.length === 0 ? 'no_stream' : String(s.events.length - 1);
+    for (const [i, event] of events.entries()) {
+      const last = i === events.length - 1;
       const stored: StoredEvent<E> = {
         stream,
         category,
         // A copy: a caller mutating its object later must not rewrite history.
         event: structuredClone(event),
         position: pad(this.all.length),
-        // Every revision is a real version here, as on EventStoreDB.
-        version: String(s.events.length),
-        previous: s.events.length === 0 ? 'no_stream' : String(s.events.length - 1),
-        endOfCommit: true,
+        // Per event, every revision is a real version, as on EventStoreDB; per append, the commit's.
+        version: this.commitPerAppend ? version : String(s.events.length),
+        previous: this.commitPerAppend ? before : s.events.length === 0 ? 'no_stream' : String(s.events.length - 1),
+        endOfCommit: this.commitPerAppend ? last : true,
         ...(metadata ? { metadata } : {}),
       };
       this.all.push(stored);
