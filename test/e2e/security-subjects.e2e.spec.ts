@@ -1,5 +1,5 @@
 import { POLICY_PATTERNS } from '@conclave/acp-protocol';
-import { acpStreamNames } from '@conclave/messaging';
+import { ACP_COMMANDS, acpStreamNames, COUNCIL_COMMANDS } from '@conclave/messaging';
 import { AUTH_HEADERS, REGISTRY_PATTERNS } from '@conclave/registry-protocol';
 import { CouncilClient, ed25519Signer, generateParticipantKeys } from '@conclave/sdk';
 import { cleanBehaviour, scriptedGoalContract, scriptedPanel, ScriptedMember } from '@conclave/sdk/testing';
@@ -19,7 +19,9 @@ import { CouncilDecisionCollector } from '../support/council-harness';
  *   and `council.v1.frame-decline` (and `goal-contract` declaring the owner) by a participant with
  *   no role in the run; and once the run has decided, `interrupt`, `frame-decline` and
  *   `goal-contract` by that participant, whose refusal must not tell her the run has ended;
- * - `acp.v1.policies.get`: public to every authenticated participant, refused to the unsigned.
+ * - `acp.v1.policies.get`: public to every authenticated participant, refused to the unsigned;
+ * - every command subject of intake and the Council with a body over its service's request limit
+ *   (the fuzz suite sends some; this sends one to each, before and after a signature).
  *
  * "Without credentials" is both no header at all and a bare `Conclave-Participant` header naming
  * the victim (or the administrator) with no signature. Each refusal is asserted with its code (and
@@ -371,4 +373,36 @@ describe('security: every command subject refuses the unauthenticated and the wr
       expect(after.goal_contract_revisions).toEqual(before.goal_contract_revisions);
     });
   });
+
+  it("given every command subject of intake and the council, when a body over its service's request limit comes unsigned, with a bare participant header, or signed by a registered participant, then PAYLOAD_TOO_LARGE, not UNAUTHENTICATED or FORBIDDEN: the size is checked first, and nothing is appended", async () => {
+    // Given each subject with its service's limit (acp.v1.resolve is the escalation service's, not started here)
+    const intakeLimit = Number(h.env['CONCLAVE_MAX_PAYLOAD_BYTES'] ?? 65_536);
+    const councilLimit = Number(h.env['CONCLAVE_COUNCIL_MAX_PAYLOAD_BYTES'] ?? 262_144);
+    const subjects: Array<[string, number]> = [
+      ...Object.entries(ACP_COMMANDS)
+        .filter(([name]) => name !== 'resolve')
+        .map(([, pattern]): [string, number] => [acp(pattern), intakeLimit]),
+      ...[...Object.values(REGISTRY_PATTERNS), ...Object.values(POLICY_PATTERNS)].map((pattern): [string, number] => [
+        acp(pattern),
+        intakeLimit,
+      ]),
+      ...Object.values(COUNCIL_COMMANDS).map((pattern): [string, number] => [council(pattern), councilLimit]),
+    ];
+    const before = await h.logHead();
+    for (const [subject, limit] of subjects) {
+      // A well-formed object one byte over the limit: only its size is wrong.
+      const filler = 'x'.repeat(limit);
+      const body = { proposal_id: '01JBQ5Z8N8D7Q6W0X4V3T2S1R0', note: filler };
+      // When it comes unsigned, with a bare header naming alice, and signed by mallory
+      const replies = [
+        ...(await Promise.all(anonymous('alice').map((hdrs) => raw(subject, body, hdrs)))).map((r) => r.reply),
+        (await signed('mallory', subject, body)).reply,
+      ];
+      // Then each is refused for its size alone
+      for (const reply of replies)
+        expect({ subject, reply }).toMatchObject({ subject, reply: { ok: false, error: { code: 'PAYLOAD_TOO_LARGE' } } });
+    }
+    // And the event log did not move
+    expect(await h.logHead()).toBe(before);
+  }, 60_000);
 });
