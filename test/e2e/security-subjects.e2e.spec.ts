@@ -21,7 +21,7 @@ import { CouncilDecisionCollector } from '../support/council-harness';
  *   `goal-contract` by that participant, whose refusal must not tell her the run has ended;
  * - `acp.v1.policies.get`: public to every authenticated participant, refused to the unsigned;
  * - every command subject of intake and the Council with a body over its service's request limit
- *   (the fuzz suite sends some; this sends one to each, before and after a signature).
+ *   (the fuzz suite sends some; this sends one to each, unsigned and signed).
  *
  * "Without credentials" is both no header at all and a bare `Conclave-Participant` header naming
  * the victim (or the administrator) with no signature. Each refusal is asserted with its code (and
