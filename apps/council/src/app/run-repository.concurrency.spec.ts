@@ -14,6 +14,7 @@ import {
   pendingTaskRequests,
 } from '@conclave/council-protocol';
 import { ConcurrencyError, InMemoryEventLog, type EventLog } from '@conclave/event-log';
+import { overTheNetwork } from '@conclave/event-log/testing';
 import { RunRepository } from './run-repository';
 
 /*
@@ -145,29 +146,6 @@ async function answerThrough(repo: RunRepository, answer: Answer, conflicts: { n
 }
 
 /**
- * The log as a replica reaches it over the network: each read, version and append is answered
- * after a small delay each way (taken in turn from `delays`), the log acting in between.
- */
-function withLatency(log: EventLog<CouncilEvent>, delays: readonly number[]): EventLog<CouncilEvent> {
-  let n = 0;
-  const wait = () => new Promise((r) => setTimeout(r, delays[n++ % delays.length]));
-  const slow =
-    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
-    async (...args: A): Promise<R> => {
-      await wait();
-      const result = await call(...args);
-      await wait();
-      return result;
-    };
-  const calls = {
-    read: slow((s: string) => log.read(s)),
-    version: slow((s: string) => log.version(s)),
-    append: slow((...a: Parameters<EventLog<CouncilEvent>['append']>) => log.append(...a)),
-  };
-  return new Proxy(log, { get: (t, p) => (p in calls ? calls[p as keyof typeof calls] : (t as never)[p]) }) as EventLog<CouncilEvent>;
-}
-
-/**
  * The in-memory log, except that the n-th append is let in whatever version it expects when
  * `stale[n]` says so: what a clustered JetStream did during a leader election (docs/event-log.md,
  * "A stale expected sequence is admitted during a leader election, and the services saw it").
@@ -261,7 +239,7 @@ describe.each(['event', 'append'] as const)(
           // Given a run whose three proposal tasks are open, known to every replica
           const base = new InMemoryEventLog<CouncilEvent>({ commits });
           // When the answers come in at once, through any replica, some of them twice
-          const burst = await runBurst(withLatency(base, delays), base, replicas, plan);
+          const burst = await runBurst(overTheNetwork(base, { delays }), base, replicas, plan);
           const { repos, outcomes, read, sent } = burst;
           conflicts += burst.conflicts;
           // Then each answer sent is in the log exactly once, and none was refused
@@ -296,7 +274,7 @@ describe.each(['event', 'append'] as const)(
             const base = new InMemoryEventLog<CouncilEvent>({ commits });
             const admitting = admittingStale(base, stale);
             // When the answers come in at once, through any replica
-            const { repos, read } = await runBurst(withLatency(admitting.log, delays), base, replicas, plan);
+            const { repos, read } = await runBurst(overTheNetwork(admitting.log, { delays }), base, replicas, plan);
             forks += admitting.forks();
             // Then no replica serves a state that left out a commit the log holds
             const folded = foldRun(read.events.map((e) => e.event));

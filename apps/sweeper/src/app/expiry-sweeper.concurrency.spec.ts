@@ -10,7 +10,8 @@ import {
   isTerminalEvent,
   reactionCommandId,
 } from '@conclave/acp-protocol';
-import { ConcurrencyError, InMemoryEventLog, type EventLog, type LogEvent } from '@conclave/event-log';
+import { InMemoryEventLog, type EventLog, type LogEvent } from '@conclave/event-log';
+import { overTheNetwork } from '@conclave/event-log/testing';
 import { loadConfig, MemorySnapshots, ProposalStore, Reactors, Readiness } from '@conclave/service-kit';
 import { ulid } from 'ulid';
 import { ExpirySweeper } from './expiry-sweeper';
@@ -70,42 +71,10 @@ const respond = (id: string, who: string, endorse: boolean): ProposalCommand => 
   },
 });
 
-/**
- * The log as one replica reaches it over the network: reads, versions and appends answered after
- * a small delay each way, and each event delivered to a subscriber a moment after it was stored,
- * so that an append's reply often comes before its event and replicas see the log at different times.
- */
 /** Appends refused on a stale version, over every view: the replicas really raced. */
 let conflicts = 0;
-
-function replicaView(log: InMemoryEventLog, delays: readonly number[]): EventLog {
-  let n = 0;
-  const wait = () => sleep(delays[n++ % delays.length]);
-  const slow =
-    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
-    async (...args: A): Promise<R> => {
-      await wait();
-      const result = await call(...args);
-      await wait();
-      return result;
-    };
-  const calls: Partial<EventLog> = {
-    read: slow((s: string) => log.read(s)),
-    version: slow((s: string) => log.version(s)),
-    append: slow((...a: Parameters<EventLog['append']>) =>
-      log.append(...a).catch((err: unknown) => {
-        if (err instanceof ConcurrencyError) conflicts++;
-        throw err;
-      }),
-    ),
-    subscribe: (categories, from, handler) =>
-      log.subscribe(categories, from, async (e) => {
-        await wait();
-        await handler(e);
-      }),
-  };
-  return new Proxy(log, { get: (t, p) => (p in calls ? calls[p as keyof EventLog] : (t as never)[p]) }) as EventLog;
-}
+const replicaView = (log: InMemoryEventLog, delays: readonly number[]): EventLog =>
+  overTheNetwork(log, { delays, deliveries: true, onConflict: () => conflicts++ });
 
 interface SweeperReplica {
   store: ProposalStore;
