@@ -106,7 +106,7 @@ export class RunRepository {
   }
 
   /** Keeps a state this process folded (never mutated afterwards) as the run's latest. */
-  remember(runId: string, loaded: LoadedRun): void {
+  private remember(runId: string, loaded: LoadedRun): void {
     const origin = loaded.origin ?? this.known.get(runId)?.origin;
     this.known.delete(runId);
     this.known.set(runId, origin ? { ...loaded, origin } : loaded);

@@ -167,8 +167,7 @@ describe('EscalationQueries.get: the escalation as the log has it, however far t
   const policy = { requireDomain: () => undefined, render: async () => ({ responses: [] }) } as unknown as ProposalReadPolicy;
   /** A replica whose log holds `events` and whose inbox has read only the first `read` of them. */
   const replica = (events: ProposalEvent[], read: number) => {
-    const state = events.reduce(evolveProposal, initialProposalState);
-    const store = { load: async () => ({ state, version: String(events.length) }), read: async () => events } as unknown as ProposalStore;
+    const store = { read: async () => events } as unknown as ProposalStore;
     const lagging = fold(events.slice(0, read));
     const inbox = { get: (id: string) => lagging.entries.get(id), list: () => [...lagging.entries.values()] } as unknown as EscalationInbox;
     return new EscalationQueries(inbox, store, policy);

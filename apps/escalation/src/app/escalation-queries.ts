@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AcpError, isDomain, isUlid } from '@conclave/acp-protocol';
+import { AcpError, foldProposal, isDomain, isUlid } from '@conclave/acp-protocol';
 import { takeWithinBytes } from '@conclave/messaging';
 import { Identity, ProposalForReader, ProposalReadPolicy, ProposalStore } from '@conclave/service-kit';
 import { EscalationInbox, InboxEntry, InboxFilter, inboxEntryOf } from './escalation-inbox';
@@ -96,15 +96,16 @@ export class EscalationQueries {
   /**
    * One escalation as the log has it now, not as this replica's inbox has read it so far: a human
    * following a link to an escalation just made, answered by a replica whose inbox lags, is shown
-   * it, never NOT_ESCALATED. So the entry is folded from the proposal's own stream, read after the
-   * proposal itself (at least as new).
+   * it, never NOT_ESCALATED. So the proposal and its entry are both folded from one read of the
+   * proposal's own stream.
    */
   async get(proposalId: unknown, reader: Identity): Promise<EscalationDetail> {
     if (!isUlid(proposalId)) throw new AcpError('INVALID_ID', 'proposal_id must be a ULID', 'proposal_id');
-    const { state } = await this.store.load(proposalId);
+    const events = await this.store.read(proposalId);
+    const state = foldProposal(events);
     if (state.status === 'initial') throw new AcpError('PROPOSAL_NOT_FOUND', `proposal ${proposalId} does not exist`, 'proposal_id');
     this.policy.requireDomain(reader, state.proposal.domain);
-    const escalation = inboxEntryOf(await this.store.read(proposalId));
+    const escalation = inboxEntryOf(events);
     if (!escalation) throw new AcpError('NOT_ESCALATED', `proposal ${proposalId} has not been escalated`, 'proposal_id');
     const proposal = await this.policy.render(state, reader);
     return {

@@ -3,6 +3,7 @@ import {
   AcpError,
   DEFAULT_DECIDER_CONFIG,
   foldProposal,
+  isWithinDomain,
   PROPOSAL_COMMAND_TYPES,
   PROPOSAL_STATUSES,
   ProposalCommand,
@@ -168,10 +169,7 @@ describe.each(['event', 'append'] as const)(
                 .filter(({ state }) => filter.status === undefined || state.status === filter.status)
                 .filter(
                   ({ state }) =>
-                    state.status === 'initial' ||
-                    filter.domain === undefined ||
-                    state.proposal.domain === filter.domain ||
-                    state.proposal.domain.startsWith(`${filter.domain}.`),
+                    state.status === 'initial' || filter.domain === undefined || isWithinDomain(state.proposal.domain, filter.domain),
                 )
                 .map(({ id }) => id)
                 .sort();

@@ -80,6 +80,7 @@ export class InMemoryEventLog<E extends LogEvent = LogEvent> implements EventLog
     const before = s.events.length === 0 ? 'no_stream' : String(s.events.length - 1);
     for (const [i, event] of events.entries()) {
       const last = i === events.length - 1;
+      const prior = s.events.length === 0 ? 'no_stream' : String(s.events.length - 1);
       const stored: StoredEvent<E> = {
         stream,
         category,
@@ -88,7 +89,7 @@ export class InMemoryEventLog<E extends LogEvent = LogEvent> implements EventLog
         position: pad(this.all.length),
         // Per event, every revision is a real version, as on EventStoreDB; per append, the commit's.
         version: this.commitPerAppend ? version : String(s.events.length),
-        previous: this.commitPerAppend ? before : s.events.length === 0 ? 'no_stream' : String(s.events.length - 1),
+        previous: this.commitPerAppend ? before : prior,
         endOfCommit: this.commitPerAppend ? last : true,
         ...(metadata ? { metadata } : {}),
       };
