@@ -35,6 +35,7 @@ export { InMemoryEventLog, type InMemoryEventLogOptions } from './memory/memory-
 export { JetStreamEventLog, type JetStreamEventLogOptions } from './jetstream/jetstream-event-log';
 export { KvCheckpointStore, type KvCheckpointStoreOptions } from './jetstream/kv-checkpoint-store';
 export { isCreateRace, openRacingCreate } from './jetstream/create-race';
+export { scanOrdered, ScanIncompleteError } from './jetstream/ordered-scan';
 export { EventStoreDbEventLog, type EventStoreDbEventLogOptions } from './eventstoredb/eventstoredb-event-log';
 export { eventIdToUuid } from './eventstoredb/event-id-uuid';
 export type { Checkpoint, CheckpointStore, LoadedCheckpoint } from './projection/checkpoint-store';

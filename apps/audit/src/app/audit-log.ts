@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
-import type { StoredEvent } from '@conclave/event-log';
+import { scanOrdered, type StoredEvent } from '@conclave/event-log';
 import { ensureStream, follow } from '@conclave/messaging';
 import { AuditEntry, AuditEntryContent, chainEntry, GENESIS_HASH } from '@conclave/registry-protocol';
 import {
@@ -18,7 +18,7 @@ import {
   SERVICE_CONFIG,
   sha256Hex,
 } from '@conclave/service-kit';
-import { ConsumerMessages, consumerOpts, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
+import { ConsumerMessages, DeliverPolicy, JetStreamClient, JetStreamManager, NatsConnection } from 'nats';
 import { auditContentOf, rejectionEventOf } from './audit-entry';
 import { AuditConfig } from './audit.config';
 import { isIdentifiedRejection, RejectionsCheckpoint, rejectionsRecreatedContent, rejectionsResume } from './rejections-feed';
@@ -36,6 +36,8 @@ export interface AuditQuery {
 const encoder = new TextEncoder();
 /** See takeOver. */
 const TAKEOVER_WARN_MS = 15_000;
+/** How long loading the chain at start waits for its next entry before the start fails. */
+const LOAD_IDLE_MS = 5_000;
 const decoder = new TextDecoder();
 
 /**
@@ -433,18 +435,7 @@ export class AuditLog implements OnApplicationBootstrap, OnApplicationShutdown {
     const info = await jsm.streams.info(this.stream);
     const last = info.state.last_seq;
     if (info.state.messages === 0) return;
-    const opts = consumerOpts();
-    opts.orderedConsumer();
-    opts.deliverAll();
-    const sub = await this.js.subscribe(this.subject, opts);
-    try {
-      for await (const m of sub) {
-        this.remember(JSON.parse(decoder.decode(m.data)) as AuditEntry);
-        if (m.seq >= last) break;
-      }
-    } finally {
-      sub.unsubscribe();
-    }
+    await scanOrdered(this.js, this.subject, last, LOAD_IDLE_MS, (m) => this.remember(JSON.parse(decoder.decode(m.data)) as AuditEntry));
   }
 
   /** Adds the chain's next entry (whoever wrote it); one already held is ignored, a gap waits for syncChain. */

@@ -25,6 +25,7 @@ import {
 } from '../core/errors';
 import { commitKey, deferred, largestEventId, pad } from '../core/internal';
 import { openRacingCreate } from './create-race';
+import { scanOrdered } from './ordered-scan';
 import { validateEvents, validMetadata } from '../core/internal';
 import { categoryMatcher, parseStreamName, validateCategory } from '../core/stream-name';
 import type {
@@ -65,7 +66,10 @@ export interface JetStreamEventLogOptions {
   readonly storage?: 'file' | 'memory';
   /** Longest chain of commits `read` follows back by sequence before it falls back to a filtered scan. Default 64. */
   readonly readChainLimit?: number;
-  /** Timeout of each JetStream API request and publish acknowledgement. Default 5 s. */
+  /**
+   * Timeout of each JetStream API request and publish acknowledgement, and the longest a read's
+   * filtered scan waits for its next message. Default 5 s.
+   */
   readonly requestTimeoutMs?: number;
   /** When false, the stream must exist already (e.g. created by deployment tooling). Default true. */
   readonly createStream?: boolean;
@@ -107,6 +111,7 @@ const MESSAGE_TOO_LARGE = 10054;
 const INDEX_WIDTH = 6;
 /** How long deliveries must pause before a catch-up is confirmed with the consumer's state. */
 const CATCH_UP_CONFIRM_MS = 1_000;
+const REQUEST_TIMEOUT_MS = 5_000;
 /** See `JetStreamEventLogOptions.stallMs`. */
 const STALL_MS = 10_000;
 /** The sequence of the aggregate's previous commit (0 for the first), when the appender knew it. */
@@ -140,6 +145,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
   private readonly live = new Set<Subscription>();
   private closed = false;
   private readonly readChainLimit: number;
+  private readonly timeoutMs: number;
 
   private constructor(
     private readonly options: JetStreamEventLogOptions,
@@ -155,6 +161,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     this.streamName = options.streamName;
     this.subjectPrefix = options.subjectPrefix;
     this.readChainLimit = options.readChainLimit ?? 64;
+    this.timeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   }
 
   /** Validates the options, then creates the stream if missing (or checks the existing one). */
@@ -180,7 +187,7 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
         `a positive integer up to the server's max_payload (${serverMax}) minus ${HEADER_ROOM} bytes of headroom`,
       );
     }
-    const timeout = options.requestTimeoutMs ?? 5_000;
+    const timeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
     const subjects = `${options.subjectPrefix}.evt.>`;
     let jsm: JetStreamManager;
     let direct = options.directReads === true && replicas === 1;
@@ -621,33 +628,24 @@ export class JetStreamEventLog<E extends LogEvent = LogEvent> implements EventLo
     return undefined;
   }
 
-  /** The fallback: a filtered ordered consumer over the aggregate's subject, up to its last commit. */
+  /**
+   * The fallback: a filtered ordered consumer over the aggregate's subject, up to its last commit,
+   * failing as unavailable when the consumer goes quiet for a request timeout (see `scanOrdered`).
+   */
   private async scanSubject(stream: string, category: string, subject: string, lastSeq: number, into: StoredEvent<E>[]): Promise<void> {
-    const opts = consumerOpts();
-    opts.orderedConsumer();
-    opts.deliverAll();
-    opts.filterSubject(subject);
-    let sub;
-    try {
-      sub = await this.js.subscribe(subject, opts);
-    } catch (e) {
-      throw new LogUnavailableError('read', stream, { cause: e });
-    }
     // The subject's messages in order: each one's predecessor is the one before it.
     let before: number | undefined;
+    const events: StoredEvent<E>[] = [];
     try {
-      for await (const m of sub) {
-        if (m.seq > lastSeq) break;
-        into.push(...this.unpack(stream, category, m.seq, m.data, before === undefined ? 'no_stream' : String(before), m.headers));
+      await scanOrdered(this.js, subject, lastSeq, this.timeoutMs, (m) => {
+        events.push(...this.unpack(stream, category, m.seq, m.data, before === undefined ? 'no_stream' : String(before), m.headers));
         before = m.seq;
-        if (m.seq === lastSeq) break;
-      }
+      });
     } catch (e) {
       if (isEventLogError(e)) throw e;
       throw new LogUnavailableError('read', stream, { cause: e });
-    } finally {
-      sub.unsubscribe();
     }
+    into.push(...events);
   }
 
   private streamOfSubject(subject: string): { stream: string; category: string } {

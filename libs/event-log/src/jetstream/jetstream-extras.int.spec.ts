@@ -128,6 +128,31 @@ describe('JetStreamEventLog specifics', () => {
       await expect(within(sub.caughtUp, 15_000, 'the catch-up to fail')).rejects.toBeInstanceOf(LogUnavailableError);
       expect(handled).toEqual([]);
     }, 30_000);
+
+    it('given an aggregate read by its filtered scan (a chain longer than the walk), when the server delivers nothing, then the read fails as unavailable within a request timeout, and reads it whole once deliveries come back', async () => {
+      // Given: five commits, more than this log's chain walk of 3, so a read scans the subject.
+      const options = (t.log as unknown as { options: JetStreamEventLogOptions }).options;
+      const reader = await JetStreamEventLog.create<TestEvent>({ ...options, connection: nc, requestTimeoutMs: 1_500 });
+      const stream = `scan-${ulid()}`;
+      const ids: string[] = [];
+      let version: string | 'no_stream' = 'no_stream';
+      for (let i = 0; i < 5; i++) {
+        const e = ev('Said');
+        ids.push(e.event_id);
+        version = (await t.log.append(stream, [e], version as never)).version;
+      }
+      try {
+        // When: deliveries and heartbeats stop (API requests still answered).
+        proxy.silent = true;
+        // Then: the read says the log is unavailable instead of waiting for ever...
+        await expect(within(reader.read(stream), 10_000, 'the silent scan to end')).rejects.toBeInstanceOf(LogUnavailableError);
+        // ...and reads every commit once the server delivers again.
+        proxy.silent = false;
+        expect((await reader.read(stream)).events.map((e) => e.event.event_id)).toEqual(ids);
+      } finally {
+        await reader.close();
+      }
+    }, 30_000);
   });
 
   it("given a message on the log's subjects that the log did not append (a consumer delivering into them), when readers fold the aggregate and the category, then it is skipped and reported, and the aggregate goes on", async () => {
