@@ -179,6 +179,8 @@ export abstract class LogOutbox<E extends LogEvent> implements OnApplicationBoot
     this.logger.error(`${this.outbox.checkpoint} restarting from its checkpoint: ${err.message}`);
     const old = this.subscription;
     this.subscription = undefined;
+    // Dropped, not awaited: their failures are this restart's; unhandled, one would end the process.
+    for (const ack of this.inFlight) ack.catch(() => undefined);
     this.inFlight = [];
     this.unsaved = 0;
     void (async () => {
